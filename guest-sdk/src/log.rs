@@ -1,0 +1,20 @@
+//! Messages for the person running the agent: the host writes them to its stderr,
+//! prefixed with the guardrail's name.
+
+use crate::bindings::sandrail::guardrail::log::{Level, log};
+
+pub fn debug(message: &str) {
+    log(Level::Debug, message);
+}
+
+pub fn info(message: &str) {
+    log(Level::Info, message);
+}
+
+pub fn warn(message: &str) {
+    log(Level::Warn, message);
+}
+
+pub fn error(message: &str) {
+    log(Level::Error, message);
+}

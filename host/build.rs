@@ -1,0 +1,150 @@
+//! Builds the bundled guardrails (plugins/) as wasm32-wasip2 components and embeds
+//! them in the binary; also builds the test guardrails under tests/guardrails/ when
+//! they are present, for the integration tests.
+//!
+//! The guardrails are built by a nested `cargo build` with its own target directory
+//! inside OUT_DIR, so the outer build's lock is not contended.
+
+use std::env;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+const TARGET: &str = "wasm32-wasip2";
+const PROFILE: &str = "guardrail";
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let root = manifest_dir
+        .parent()
+        .expect("host/ sits in the workspace root")
+        .to_path_buf();
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
+
+    let plugins = crates_under(&root.join("plugins"));
+    let test_guardrails = crates_under(&root.join("tests/guardrails"));
+
+    for dir in ["plugins", "guest-sdk", "wit", "tests/guardrails"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.lock").display()
+    );
+
+    let all: Vec<&(String, PathBuf)> = plugins.iter().chain(&test_guardrails).collect();
+    let target_dir = out_dir.join("guardrails");
+    build(&root, &target_dir, &all);
+    let artifact = |name: &str| {
+        target_dir
+            .join(TARGET)
+            .join(PROFILE)
+            .join(format!("{}.wasm", name.replace('-', "_")))
+    };
+
+    let mut generated = String::from(
+        "/// The bundled guardrails: (name, component bytes, sha256 of the bytes).\n\
+         pub static BUILTINS: &[(&str, &[u8], &str)] = &[\n",
+    );
+    for (name, _) in &plugins {
+        let path = artifact(name);
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        let sha256: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        writeln!(
+            generated,
+            "    ({name:?}, include_bytes!({:?}), {sha256:?}),",
+            path.display().to_string()
+        )
+        .expect("writing to a String");
+    }
+    generated.push_str("];\n");
+    std::fs::write(out_dir.join("builtins.rs"), generated).expect("write builtins.rs");
+
+    // Tests find their guardrails through these, e.g. env!("SANDRAIL_TEST_GUARDRAIL_PROBE").
+    for (name, _) in &test_guardrails {
+        let var = name
+            .trim_start_matches("sandrail-")
+            .to_uppercase()
+            .replace('-', "_");
+        println!(
+            "cargo:rustc-env=SANDRAIL_TEST_GUARDRAIL_{var}={}",
+            artifact(name).display()
+        );
+    }
+}
+
+/// The (package name, directory) of every crate directly under `dir`.
+fn crates_under(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut crates: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .map(|p| (package_name(&p.join("Cargo.toml")), p))
+        .collect();
+    crates.sort();
+    crates
+}
+
+fn package_name(manifest: &Path) -> String {
+    let text = std::fs::read_to_string(manifest).expect("read a guardrail's Cargo.toml");
+    text.lines()
+        .find_map(|line| {
+            let rest = line
+                .trim()
+                .strip_prefix("name")?
+                .trim_start()
+                .strip_prefix('=')?;
+            Some(rest.trim().trim_matches('"').to_owned())
+        })
+        .unwrap_or_else(|| panic!("{} has no package name", manifest.display()))
+}
+
+fn build(root: &Path, target_dir: &Path, crates: &[&(String, PathBuf)]) {
+    if crates.is_empty() {
+        return;
+    }
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .arg("build")
+        .arg("--target")
+        .arg(TARGET)
+        .arg("--profile")
+        .arg(PROFILE)
+        .arg("--target-dir")
+        .arg(target_dir);
+    for (name, _) in crates {
+        cmd.arg("-p").arg(name);
+    }
+    // What the outer build set for itself must not leak into the guardrails' build.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+        "MFLAGS",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build the guardrails: {e}"));
+    if !status.success() {
+        panic!(
+            "building the guardrails for {TARGET} failed (see above). \
+             If the target is missing, run `rustup target add {TARGET}`."
+        );
+    }
+}

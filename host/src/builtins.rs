@@ -1,0 +1,22 @@
+//! The bundled guardrails, compiled into the binary by build.rs.
+
+include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
+
+/// The component bytes of a bundled guardrail.
+pub fn get(name: &str) -> Option<&'static [u8]> {
+    get_with_sha256(name).map(|(bytes, _)| bytes)
+}
+
+/// The component bytes of a bundled guardrail and their sha256, computed at build
+/// time so that loading a builtin costs no hashing.
+pub fn get_with_sha256(name: &str) -> Option<(&'static [u8], &'static str)> {
+    BUILTINS
+        .iter()
+        .find(|(builtin, _, _)| *builtin == name)
+        .map(|(_, bytes, sha256)| (*bytes, *sha256))
+}
+
+/// The names of every bundled guardrail.
+pub fn names() -> Vec<&'static str> {
+    BUILTINS.iter().map(|(name, _, _)| *name).collect()
+}

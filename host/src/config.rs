@@ -1,0 +1,532 @@
+//! `sandrail.toml`: which guardrails run, on what, with which settings.
+//!
+//! Found through `SANDRAIL_CONFIG`, else by walking up from the project directory;
+//! without one the embedded default (`default.toml`, naming the bundled guardrails)
+//! is in force. Unknown keys are errors, so a typo never silently disables a rule.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::event::EventKind;
+
+/// The file name looked for in the project.
+pub const CONFIG_FILE: &str = "sandrail.toml";
+/// The configuration in force when a project has none.
+pub const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
+
+/// How long to wait for another process's hold on the state database.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+const DEFAULT_TIMEOUT_MS: u64 = 100;
+const DEFAULT_MEMORY_MIB: u64 = 64;
+const MAX_NAME_LEN: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("SANDRAIL_CONFIG names {0}, which does not exist")]
+    MissingExplicit(PathBuf),
+    #[error("invalid config {origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("invalid config {origin}: guardrail '{guardrail}': {message}")]
+    Guardrail {
+        origin: String,
+        guardrail: String,
+        message: String,
+    },
+}
+
+/// Where the configuration in force came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    File(PathBuf),
+    Embedded,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::File(p) => write!(f, "{}", p.display()),
+            Origin::Embedded => f.write_str("(embedded default)"),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    settings: RawSettings,
+    #[serde(default, rename = "guardrail")]
+    guardrails: Vec<RawGuardrail>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSettings {
+    lock_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGuardrail {
+    name: String,
+    source: String,
+    sha256: Option<String>,
+    events: Vec<String>,
+    matcher: Option<String>,
+    #[serde(default)]
+    requires: Vec<String>,
+    #[serde(default)]
+    config: toml::Table,
+    #[serde(default)]
+    limits: RawLimits,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    timeout_ms: Option<u64>,
+    memory_mib: Option<u64>,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub origin: Origin,
+    pub lock_timeout: Duration,
+    pub guardrails: Vec<Guardrail>,
+}
+
+/// Where a guardrail's component comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Compiled into the sandrail binary.
+    Builtin(String),
+    /// A component file; relative paths are resolved against the config's directory.
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Builtin(name) => write!(f, "builtin:{name}"),
+            Source::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// Per-guardrail resource limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub memory_bytes: usize,
+}
+
+/// Which tools a guardrail wants to see, in Claude Code's matcher syntax.
+#[derive(Debug, Clone)]
+pub enum ToolMatcher {
+    Any,
+    Names(BTreeSet<String>),
+    Pattern(Regex),
+}
+
+impl ToolMatcher {
+    /// Claude Code's rules: `*`, empty or missing matches everything; letters, digits,
+    /// `_` and `|` only is a list of exact names; anything else is an unanchored regex.
+    pub fn parse(text: Option<&str>) -> Result<Self, regex::Error> {
+        let text = match text.map(str::trim) {
+            None | Some("") | Some("*") => return Ok(ToolMatcher::Any),
+            Some(t) => t,
+        };
+        if text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '|')
+        {
+            let names = text
+                .split('|')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            return Ok(ToolMatcher::Names(names));
+        }
+        Regex::new(text).map(ToolMatcher::Pattern)
+    }
+
+    pub fn matches(&self, tool: &str) -> bool {
+        match self {
+            ToolMatcher::Any => true,
+            ToolMatcher::Names(names) => names.contains(tool),
+            ToolMatcher::Pattern(re) => re.is_match(tool),
+        }
+    }
+}
+
+/// One configured guardrail.
+#[derive(Debug, Clone)]
+pub struct Guardrail {
+    /// Also the name of its keyspace.
+    pub name: String,
+    pub source: Source,
+    /// Expected sha256 of the component, lowercase hex.
+    pub sha256: Option<String>,
+    pub events: Vec<EventKind>,
+    /// The matcher as written, for display.
+    pub matcher_text: Option<String>,
+    pub matcher: ToolMatcher,
+    pub requires: Vec<String>,
+    /// The `config` table, handed to the guardrail as JSON.
+    pub config: serde_json::Value,
+    pub limits: Limits,
+}
+
+impl Guardrail {
+    /// Whether this guardrail subscribes to an event about `tool` (None for events
+    /// that are not about a tool, where the matcher does not apply).
+    pub fn wants(&self, kind: EventKind, tool: Option<&str>) -> bool {
+        if !self.events.contains(&kind) {
+            return false;
+        }
+        match (kind.is_tool_event(), tool) {
+            (true, Some(tool)) => self.matcher.matches(tool),
+            (true, None) => matches!(self.matcher, ToolMatcher::Any),
+            (false, _) => true,
+        }
+    }
+}
+
+impl Config {
+    /// Finds and loads the configuration in force for a project directory.
+    pub fn discover(project_dir: Option<&Path>) -> Result<Config, ConfigError> {
+        if let Some(explicit) = std::env::var_os("SANDRAIL_CONFIG").filter(|v| !v.is_empty()) {
+            let path = PathBuf::from(explicit);
+            if !path.exists() {
+                return Err(ConfigError::MissingExplicit(path));
+            }
+            return Config::load(&path);
+        }
+        if let Some(dir) = project_dir {
+            for ancestor in dir.ancestors() {
+                let candidate = ancestor.join(CONFIG_FILE);
+                if candidate.is_file() {
+                    return Config::load(&candidate);
+                }
+            }
+        }
+        Config::embedded()
+    }
+
+    pub fn embedded() -> Result<Config, ConfigError> {
+        Config::parse(EMBEDDED_DEFAULT, Origin::Embedded, None)
+    }
+
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base = path.parent().map(Path::to_path_buf);
+        Config::parse(&text, Origin::File(path.to_path_buf()), base.as_deref())
+    }
+
+    /// Parses and validates config text. `base` resolves relative component paths.
+    pub fn parse(text: &str, origin: Origin, base: Option<&Path>) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        let lock_timeout = raw
+            .settings
+            .lock_timeout_ms
+            .map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_millis);
+        let mut guardrails = Vec::with_capacity(raw.guardrails.len());
+        let mut seen = HashMap::new();
+        for (index, g) in raw.guardrails.into_iter().enumerate() {
+            let name = g.name.clone();
+            let err = |message: String| ConfigError::Guardrail {
+                origin: origin.to_string(),
+                guardrail: name.clone(),
+                message,
+            };
+            validate_name(&name).map_err(&err)?;
+            if seen.insert(name.clone(), index).is_some() {
+                return Err(err("the name is used by more than one guardrail".into()));
+            }
+            guardrails.push(resolve_guardrail(g, base).map_err(&err)?);
+        }
+        for g in &guardrails {
+            for owner in &g.requires {
+                if !seen.contains_key(owner) {
+                    return Err(ConfigError::Guardrail {
+                        origin: origin.to_string(),
+                        guardrail: g.name.clone(),
+                        message: format!("requires '{owner}', which is not configured"),
+                    });
+                }
+            }
+        }
+        let guardrails = order_by_requires(guardrails).map_err(|cycle| ConfigError::Parse {
+            origin: origin.to_string(),
+            message: format!("`requires` forms a cycle: {}", cycle.join(" -> ")),
+        })?;
+        Ok(Config {
+            origin,
+            lock_timeout,
+            guardrails,
+        })
+    }
+
+    /// The guardrails that want this event, in evaluation order.
+    pub fn matching(&self, kind: EventKind, tool: Option<&str>) -> Vec<&Guardrail> {
+        self.guardrails
+            .iter()
+            .filter(|g| g.wants(kind, tool))
+            .collect()
+    }
+}
+
+fn validate_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "a name is 1 to {MAX_NAME_LEN} characters of a-z, 0-9, '-' and '_', starting with a letter or digit"
+        ))
+    }
+}
+
+fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, String> {
+    let source = match g.source.strip_prefix("builtin:") {
+        Some(name) => {
+            if crate::builtins::get(name).is_none() {
+                return Err(format!(
+                    "source 'builtin:{name}' is not a bundled guardrail; bundled: {}",
+                    crate::builtins::names().join(", ")
+                ));
+            }
+            Source::Builtin(name.to_owned())
+        }
+        None => {
+            let path = PathBuf::from(&g.source);
+            let path = match base {
+                Some(base) if path.is_relative() => base.join(path),
+                _ => path,
+            };
+            if !path.is_file() {
+                return Err(format!(
+                    "source {} does not exist; give the path of a .wasm component (relative paths start at the config's directory) or builtin:<name>",
+                    path.display()
+                ));
+            }
+            Source::File(path)
+        }
+    };
+    let sha256 = match g.sha256 {
+        Some(pin) => {
+            let pin = pin.trim().to_ascii_lowercase();
+            if pin.len() != 64 || !pin.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Err("sha256 must be 64 hexadecimal characters".into());
+            }
+            Some(pin)
+        }
+        None => None,
+    };
+    if g.events.is_empty() {
+        return Err(format!(
+            "events is empty; list at least one of {}",
+            EventKind::all_names()
+        ));
+    }
+    let events = g
+        .events
+        .iter()
+        .map(|name| {
+            EventKind::from_name(name).ok_or_else(|| {
+                format!(
+                    "unknown event '{name}'; events are {}",
+                    EventKind::all_names()
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let matcher = ToolMatcher::parse(g.matcher.as_deref())
+        .map_err(|e| format!("matcher is not a valid regular expression: {e}"))?;
+    if g.requires.iter().any(|r| r == &g.name) {
+        return Err("a guardrail cannot require itself".into());
+    }
+    let config = serde_json::to_value(&g.config)
+        .map_err(|e| format!("config cannot be expressed as JSON: {e}"))?;
+    let timeout_ms = g.limits.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+    if !(1..=60_000).contains(&timeout_ms) {
+        return Err("limits.timeout_ms must be between 1 and 60000".into());
+    }
+    let memory_mib = g.limits.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB);
+    if !(1..=4096).contains(&memory_mib) {
+        return Err("limits.memory_mib must be between 1 and 4096".into());
+    }
+    Ok(Guardrail {
+        name: g.name,
+        source,
+        sha256,
+        events,
+        matcher_text: g.matcher,
+        matcher,
+        requires: g.requires,
+        config,
+        limits: Limits {
+            timeout: Duration::from_millis(timeout_ms),
+            memory_bytes: (memory_mib as usize) << 20,
+        },
+    })
+}
+
+/// Orders guardrails so that each runs after those it requires, keeping config order
+/// otherwise. Returns the cycle when there is one.
+fn order_by_requires(guardrails: Vec<Guardrail>) -> Result<Vec<Guardrail>, Vec<String>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Unvisited,
+        Visiting,
+        Done,
+    }
+    fn visit(
+        i: usize,
+        all: &[Guardrail],
+        index: &HashMap<&str, usize>,
+        marks: &mut [Mark],
+        path: &mut Vec<usize>,
+        order: &mut Vec<usize>,
+    ) -> Result<(), Vec<String>> {
+        match marks[i] {
+            Mark::Done => return Ok(()),
+            Mark::Visiting => {
+                let start = path.iter().position(|&p| p == i).unwrap_or(0);
+                let mut cycle: Vec<String> =
+                    path[start..].iter().map(|&p| all[p].name.clone()).collect();
+                cycle.push(all[i].name.clone());
+                return Err(cycle);
+            }
+            Mark::Unvisited => {}
+        }
+        marks[i] = Mark::Visiting;
+        path.push(i);
+        for owner in &all[i].requires {
+            if let Some(&j) = index.get(owner.as_str()) {
+                visit(j, all, index, marks, path, order)?;
+            }
+        }
+        path.pop();
+        marks[i] = Mark::Done;
+        order.push(i);
+        Ok(())
+    }
+
+    let index: HashMap<&str, usize> = guardrails
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (g.name.as_str(), i))
+        .collect();
+    let mut marks = vec![Mark::Unvisited; guardrails.len()];
+    let mut order = Vec::with_capacity(guardrails.len());
+    for i in 0..guardrails.len() {
+        visit(
+            i,
+            &guardrails,
+            &index,
+            &mut marks,
+            &mut Vec::new(),
+            &mut order,
+        )?;
+    }
+    drop(index);
+    let mut slots: Vec<Option<Guardrail>> = guardrails.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Origin::Embedded, None)
+    }
+
+    #[test]
+    fn embedded_default_is_valid() {
+        let config = Config::embedded().expect("embedded default parses");
+        assert!(
+            config
+                .guardrails
+                .iter()
+                .any(|g| g.name == "no-destructive-git")
+        );
+    }
+
+    #[test]
+    fn matcher_follows_claude_code_rules() {
+        let names = ToolMatcher::parse(Some("Write|Edit")).unwrap();
+        assert!(names.matches("Edit") && !names.matches("NotebookEdit"));
+        let pattern = ToolMatcher::parse(Some("Edit.*")).unwrap();
+        assert!(pattern.matches("NotebookEdit"));
+        assert!(ToolMatcher::parse(Some("*")).unwrap().matches("Bash"));
+        assert!(ToolMatcher::parse(None).unwrap().matches("Bash"));
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_with_their_place() {
+        let err = parse(
+            "[[guardrail]]\nname='a'\nsource='builtin:no-destructive-git'\nevents=['PreToolUse']\nmatchr='Bash'\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("unknown field `matchr`"), "{err}");
+        assert!(err.contains("line 5"), "{err}");
+    }
+
+    #[test]
+    fn requires_orders_and_rejects_cycles() {
+        let base = "source='builtin:no-destructive-git'\nevents=['Stop']\n";
+        let ordered = parse(&format!(
+            "[[guardrail]]\nname='gate'\nrequires=['ctx']\n{base}[[guardrail]]\nname='ctx'\n{base}"
+        ))
+        .unwrap();
+        let names: Vec<_> = ordered.guardrails.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["ctx", "gate"]);
+        let err = parse(&format!(
+            "[[guardrail]]\nname='a'\nrequires=['b']\n{base}[[guardrail]]\nname='b'\nrequires=['a']\n{base}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("cycle: a -> b -> a"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_the_guardrail() {
+        let err = parse("[[guardrail]]\nname='x'\nsource='builtin:nope'\nevents=['Stop']\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("guardrail 'x'") && err.contains("builtin:nope"),
+            "{err}"
+        );
+        let err = parse(
+            "[[guardrail]]\nname='x'\nsource='builtin:no-destructive-git'\nevents=['BeforeTool']\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("unknown event 'BeforeTool'"), "{err}");
+    }
+}

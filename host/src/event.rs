@@ -1,0 +1,62 @@
+//! The hook events sandrail judges, independent of any one harness's spelling.
+
+use std::fmt;
+
+/// A hook event kind. Names follow Claude Code's `hook_event_name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum EventKind {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PostToolUse,
+    Stop,
+    SubagentStop,
+    PreCompact,
+    SessionEnd,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 8] = [
+        EventKind::SessionStart,
+        EventKind::UserPromptSubmit,
+        EventKind::PreToolUse,
+        EventKind::PostToolUse,
+        EventKind::Stop,
+        EventKind::SubagentStop,
+        EventKind::PreCompact,
+        EventKind::SessionEnd,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::SessionStart => "SessionStart",
+            EventKind::UserPromptSubmit => "UserPromptSubmit",
+            EventKind::PreToolUse => "PreToolUse",
+            EventKind::PostToolUse => "PostToolUse",
+            EventKind::Stop => "Stop",
+            EventKind::SubagentStop => "SubagentStop",
+            EventKind::PreCompact => "PreCompact",
+            EventKind::SessionEnd => "SessionEnd",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether the event is about one tool call, so a tool matcher applies to it.
+    pub fn is_tool_event(self) -> bool {
+        matches!(self, EventKind::PreToolUse | EventKind::PostToolUse)
+    }
+
+    /// A comma-separated list of every name, for error messages.
+    pub fn all_names() -> String {
+        EventKind::ALL.map(|k| k.name()).join(", ")
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

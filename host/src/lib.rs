@@ -1,0 +1,41 @@
+//! sandrail: a guardrail engine for AI coding agents.
+//!
+//! A harness runs `sandrail hook` on every event; sandrail runs each configured
+//! guardrail — a sandboxed WebAssembly component — on it and answers in the
+//! harness's JSON. One module per concern:
+//!
+//! - [`protocol`]: the harness's hook payloads and answers
+//! - [`event`]: the event kinds sandrail judges
+//! - [`config`]: `sandrail.toml` and the embedded default
+//! - [`facts`]: what the host derives about an event for every guardrail
+//! - [`transcript`]: reading the transcript, for the current turn
+//! - [`store`]: guardrail state in redb
+//! - [`runtime`]: wasmtime, the component cache and the sandbox
+//! - [`evaluate`]: running the guardrails and combining their verdicts
+//! - [`hook`]: the `sandrail hook` command end to end
+
+pub mod builtins;
+pub mod config;
+pub mod evaluate;
+pub mod event;
+pub mod facts;
+pub mod hook;
+pub mod locations;
+pub mod protocol;
+pub mod runtime;
+pub mod store;
+pub mod transcript;
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether debug messages are wanted (`SANDRAIL_LOG=debug`).
+pub fn debug_logging() -> bool {
+    std::env::var("SANDRAIL_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("debug"))
+}

@@ -1,0 +1,269 @@
+//! The `sandrail` command line.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+
+use sandrail::config::{Config, Source};
+use sandrail::runtime::Runtime;
+use sandrail::store::{Keyspace, StateStore};
+use sandrail::{hook, locations};
+
+#[derive(Parser)]
+#[command(
+    name = "sandrail",
+    version,
+    about = "Sandboxed WebAssembly guardrails for AI coding agents"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Judge one hook event: reads the harness's JSON payload on stdin, prints the answer.
+    Hook,
+    /// Show the guardrails in force: name, source, sha256, events, matcher.
+    List {
+        /// One JSON object per guardrail, one per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate the configuration in force and load every component it names.
+    CheckConfig,
+    /// Read or change guardrail state.
+    #[command(subcommand)]
+    State(StateCommand),
+}
+
+#[derive(Subcommand)]
+enum StateCommand {
+    /// Print the value stored under KEY.
+    Get {
+        key: String,
+        #[command(flatten)]
+        scope: Scope,
+    },
+    /// Store VALUE under KEY.
+    Set {
+        key: String,
+        value: String,
+        #[command(flatten)]
+        scope: Scope,
+    },
+    /// Remove KEY.
+    Delete {
+        key: String,
+        #[command(flatten)]
+        scope: Scope,
+    },
+    /// Print the entries whose keys start with PREFIX, as JSON lines {"key":…,"value":…}.
+    List {
+        prefix: Option<String>,
+        #[command(flatten)]
+        scope: Scope,
+        /// List this guardrail's entries (in the same session), as --guardrail would see them
+        /// through list-owner: allowed when --guardrail's config lists it in `requires`.
+        #[arg(long)]
+        owner: Option<String>,
+    },
+}
+
+#[derive(Args)]
+struct Scope {
+    /// The session whose state to use.
+    #[arg(long)]
+    session: String,
+    /// The guardrail whose keyspace to use.
+    #[arg(long)]
+    guardrail: String,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Hook => {
+            if let Some(answer) = hook::run(std::io::stdin().lock()) {
+                let mut stdout = std::io::stdout().lock();
+                // One write of a complete answer; a closed pipe loses nothing we could save.
+                let _ = writeln!(stdout, "{answer}").and_then(|()| stdout.flush());
+            }
+            ExitCode::SUCCESS
+        }
+        command => match run(command) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("sandrail: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Hook => unreachable!("handled in main"),
+        Command::List { json } => list(json),
+        Command::CheckConfig => check_config(),
+        Command::State(cmd) => state(cmd),
+    }
+}
+
+fn project_config() -> anyhow::Result<Config> {
+    let cwd = std::env::current_dir().ok();
+    Ok(Config::discover(locations::project_dir(cwd).as_deref())?)
+}
+
+fn source_sha256(source: &Source) -> anyhow::Result<String> {
+    Ok(match source {
+        Source::Builtin(name) => sandrail::builtins::get_with_sha256(name)
+            .map(|(_, sha)| sha.to_owned())
+            .with_context(|| format!("no bundled guardrail '{name}'"))?,
+        Source::File(path) => sandrail::sha256_hex(
+            &std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
+        ),
+    })
+}
+
+fn list(as_json: bool) -> anyhow::Result<ExitCode> {
+    let config = project_config()?;
+    let mut out = std::io::stdout().lock();
+    if !as_json {
+        writeln!(out, "config: {}", config.origin)?;
+    }
+    for g in &config.guardrails {
+        let sha256 = source_sha256(&g.source)?;
+        let events: Vec<&str> = g.events.iter().map(|e| e.name()).collect();
+        let matcher = g.matcher_text.as_deref().unwrap_or("*");
+        if as_json {
+            let line = json!({
+                "name": g.name,
+                "source": g.source.to_string(),
+                "sha256": sha256,
+                "pinned": g.sha256.is_some(),
+                "events": events,
+                "matcher": matcher,
+                "requires": g.requires,
+            });
+            writeln!(out, "{line}")?;
+        } else {
+            writeln!(out, "\n{}", g.name)?;
+            writeln!(out, "  source   {}", g.source)?;
+            let pin = if g.sha256.is_some() { " (pinned)" } else { "" };
+            writeln!(out, "  sha256   {sha256}{pin}")?;
+            writeln!(out, "  events   {}", events.join(", "))?;
+            writeln!(out, "  matcher  {matcher}")?;
+            if !g.requires.is_empty() {
+                writeln!(out, "  requires {}", g.requires.join(", "))?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_config() -> anyhow::Result<ExitCode> {
+    let config = project_config()?;
+    let runtime = Runtime::new(locations::cache_dir())
+        .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly runtime: {e:#}"))?;
+    let mut failed = 0;
+    for g in &config.guardrails {
+        match runtime.load(&g.source, g.sha256.as_deref()) {
+            Ok(loaded) => println!("ok     {} ({}, sha256 {})", g.name, g.source, loaded.sha256),
+            Err(e) => {
+                failed += 1;
+                println!("error  {}: {e}", g.name);
+            }
+        }
+    }
+    let n = config.guardrails.len();
+    if failed > 0 {
+        bail!(
+            "{}: {failed} of {n} guardrails cannot be loaded",
+            config.origin
+        );
+    }
+    println!("{}: {n} guardrails, all valid", config.origin);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn state(cmd: StateCommand) -> anyhow::Result<ExitCode> {
+    let dir: PathBuf =
+        locations::state_dir().context("no state directory: set SANDRAIL_STATE_DIR (or HOME)")?;
+    let lock_timeout = project_config()
+        .map(|c| c.lock_timeout)
+        .unwrap_or(sandrail::config::DEFAULT_LOCK_TIMEOUT);
+    let store = StateStore::open(&dir, lock_timeout)?;
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        StateCommand::Get { key, scope } => {
+            match store.read()?.get(&scope.session, &scope.guardrail, &key)? {
+                Some(value) => writeln!(out, "{value}")?,
+                None => {
+                    eprintln!(
+                        "sandrail: no key '{key}' for guardrail '{}' in session '{}'",
+                        scope.guardrail, scope.session
+                    );
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+        StateCommand::Set { key, value, scope } => {
+            let txn = store.begin()?;
+            let mut keyspace =
+                Keyspace::new(&scope.session, &scope.guardrail, Vec::new()).with_txn(txn);
+            keyspace.set(&key, &value)?;
+            if let Some(txn) = keyspace.finish(true)? {
+                txn.commit()?;
+            }
+        }
+        StateCommand::Delete { key, scope } => {
+            let txn = store.begin()?;
+            let mut keyspace =
+                Keyspace::new(&scope.session, &scope.guardrail, Vec::new()).with_txn(txn);
+            let existed = keyspace.delete(&key)?;
+            if let Some(txn) = keyspace.finish(true)? {
+                txn.commit()?;
+            }
+            if !existed {
+                eprintln!("sandrail: no key '{key}' to delete");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        StateCommand::List {
+            prefix,
+            scope,
+            owner,
+        } => {
+            if let Some(owner) = &owner {
+                // Show exactly what the guardrail itself could read.
+                let config = project_config()?;
+                let allowed = config
+                    .guardrails
+                    .iter()
+                    .find(|g| g.name == scope.guardrail)
+                    .is_some_and(|g| g.requires.contains(owner));
+                if !allowed {
+                    bail!(
+                        "guardrail '{}' does not list '{owner}' in `requires` in {}, so it cannot read that keyspace",
+                        scope.guardrail,
+                        config.origin
+                    );
+                }
+            }
+            let whose = owner.as_deref().unwrap_or(&scope.guardrail);
+            let entries =
+                store
+                    .read()?
+                    .list(&scope.session, whose, prefix.as_deref().unwrap_or(""))?;
+            for entry in entries {
+                writeln!(out, "{}", serde_json::to_string(&entry)?)?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

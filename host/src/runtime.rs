@@ -1,0 +1,236 @@
+//! The WebAssembly runtime: one wasmtime engine, components compiled once and cached,
+//! and a fresh sandbox per guardrail per event.
+//!
+//! A guardrail reaches nothing but its WIT imports: WASI is linked because Rust
+//! guests import it, but with no preopened directories, no environment, no
+//! arguments and no network. Its stdout and stderr are captured (bounded) and
+//! forwarded to the host's stderr. Each run has a wall-clock deadline (epoch
+//! interruption) and a memory limit.
+
+mod cache;
+mod host;
+
+use std::path::PathBuf;
+use std::sync::Once;
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine, Store, Trap};
+use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+
+pub use host::HostState;
+
+use crate::config::{Limits, Source};
+use crate::store::Keyspace;
+
+/// Bindings generated from `wit/guardrail.wit`: the host side of the contract.
+pub mod wit {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "guardrail",
+    });
+
+    pub use self::sandrail::guardrail::types::{EventKind, Turn, Violation};
+}
+
+impl From<crate::event::EventKind> for wit::EventKind {
+    fn from(kind: crate::event::EventKind) -> Self {
+        use crate::event::EventKind as K;
+        match kind {
+            K::SessionStart => wit::EventKind::SessionStart,
+            K::UserPromptSubmit => wit::EventKind::UserPromptSubmit,
+            K::PreToolUse => wit::EventKind::PreToolUse,
+            K::PostToolUse => wit::EventKind::PostToolUse,
+            K::Stop => wit::EventKind::Stop,
+            K::SubagentStop => wit::EventKind::SubagentStop,
+            K::PreCompact => wit::EventKind::PreCompact,
+            K::SessionEnd => wit::EventKind::SessionEnd,
+        }
+    }
+}
+
+/// How often the epoch ticks; deadlines are counted in these.
+const EPOCH_TICK: Duration = Duration::from_millis(1);
+/// How much of a guardrail's stdout, and of its stderr, is kept per event.
+const CAPTURE_BYTES: usize = 64 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no bundled guardrail is called '{0}'")]
+    UnknownBuiltin(String),
+    #[error("sha256 mismatch: the config pins {expected} but the component is {actual}")]
+    PinMismatch { expected: String, actual: String },
+    #[error("not a valid component: {0:#}")]
+    Compile(wasmtime::Error),
+    #[error("does not fit the sandrail:guardrail world: {0:#}")]
+    Link(wasmtime::Error),
+}
+
+/// Why a guardrail produced no verdict.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    #[error("did not finish within its deadline of {0:?}")]
+    Timeout(Duration),
+    #[error("tried to grow its memory past its limit of {} MiB", .0 >> 20)]
+    MemoryLimit(usize),
+    #[error("could not be instantiated: {0}")]
+    Instantiate(String),
+    #[error("trapped: {0}")]
+    Trap(String),
+}
+
+/// A component ready to instantiate.
+pub struct Loaded {
+    pub sha256: String,
+    pre: wit::GuardrailPre<HostState>,
+}
+
+/// What one guardrail run produced.
+pub struct RunOutcome {
+    pub result: Result<wit::Verdict, RunError>,
+    /// The keyspace, handed back so the caller decides whether its writes stand.
+    pub keyspace: Keyspace,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<HostState>,
+    cache: cache::ComponentCache,
+}
+
+impl Runtime {
+    /// Creates the engine. `cache_dir` holds compiled components; `None` compiles
+    /// every time.
+    pub fn new(cache_dir: Option<PathBuf>) -> wasmtime::Result<Runtime> {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        wit::Guardrail::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
+        let cache = cache::ComponentCache::new(&engine, cache_dir);
+        Ok(Runtime {
+            engine,
+            linker,
+            cache,
+        })
+    }
+
+    /// Loads a guardrail's component, checking its pin, from the cache when it can.
+    pub fn load(&self, source: &Source, pin: Option<&str>) -> Result<Loaded, LoadError> {
+        let (bytes, sha256) = match source {
+            Source::Builtin(name) => {
+                let (bytes, sha256) = crate::builtins::get_with_sha256(name)
+                    .ok_or_else(|| LoadError::UnknownBuiltin(name.clone()))?;
+                (std::borrow::Cow::Borrowed(bytes), sha256.to_owned())
+            }
+            Source::File(path) => {
+                let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                let sha256 = crate::sha256_hex(&bytes);
+                (std::borrow::Cow::Owned(bytes), sha256)
+            }
+        };
+        if let Some(expected) = pin {
+            if expected != sha256 {
+                return Err(LoadError::PinMismatch {
+                    expected: expected.to_owned(),
+                    actual: sha256,
+                });
+            }
+        }
+        let component = self.cache.get_or_compile(&self.engine, &bytes, &sha256)?;
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(LoadError::Link)?;
+        let pre = wit::GuardrailPre::new(instance_pre).map_err(LoadError::Link)?;
+        Ok(Loaded { sha256, pre })
+    }
+
+    /// Runs one guardrail on one event in a fresh sandbox.
+    pub fn run(
+        &self,
+        loaded: &Loaded,
+        name: &str,
+        event: &wit::Event,
+        keyspace: Keyspace,
+        limits: Limits,
+    ) -> RunOutcome {
+        start_epoch_ticker(&self.engine);
+        let stdout = MemoryOutputPipe::new(CAPTURE_BYTES);
+        let stderr = MemoryOutputPipe::new(CAPTURE_BYTES);
+        let wasi = WasiCtxBuilder::new()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let state = HostState::new(name, keyspace, wasi, limits.memory_bytes);
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| s);
+        store.set_epoch_deadline(ticks(limits.timeout));
+        store.epoch_deadline_trap();
+
+        let result = match loaded.pre.instantiate(&mut store) {
+            Ok(instance) => instance
+                .call_evaluate(&mut store, event)
+                .map_err(|e| classify(e, &store, limits)),
+            Err(e) => Err(RunError::Instantiate(format!("{e:#}"))),
+        };
+        let state = store.into_data();
+        RunOutcome {
+            result,
+            keyspace: state.into_keyspace(),
+            stdout: stdout.contents().to_vec(),
+            stderr: stderr.contents().to_vec(),
+        }
+    }
+}
+
+/// Names the cause of a failed call: the deadline and the memory limit are
+/// recognised by type and by the limiter's record, never by message text.
+fn classify(error: wasmtime::Error, store: &Store<HostState>, limits: Limits) -> RunError {
+    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+        return RunError::Timeout(limits.timeout);
+    }
+    if store.data().memory_exceeded() {
+        return RunError::MemoryLimit(limits.memory_bytes);
+    }
+    RunError::Trap(format!("{error:#}"))
+}
+
+fn ticks(timeout: Duration) -> u64 {
+    (timeout.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64
+}
+
+/// Starts the thread that advances the engine's epoch, once per process.
+fn start_epoch_ticker(engine: &Engine) {
+    static STARTED: Once = Once::new();
+    STARTED.call_once(|| {
+        let engine = engine.clone();
+        let spawned = std::thread::Builder::new()
+            .name("sandrail-epoch".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            });
+        if let Err(e) = spawned {
+            // Without the ticker no deadline fires; say so rather than hang silently.
+            eprintln!("sandrail: cannot start the deadline timer: {e}");
+        }
+    });
+}

@@ -1,0 +1,178 @@
+//! What a guardrail's imports reach: the per-store host state behind `state` and
+//! `log`, and the resource limiter.
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::wit::sandrail::guardrail::{log, state, types};
+use crate::store::{self, Keyspace, KeyspaceError};
+
+/// Most bytes one guardrail may log per event; the rest is dropped with one notice.
+const LOG_BUDGET_BYTES: usize = 64 * 1024;
+/// Longest single log message forwarded.
+const LOG_MESSAGE_BYTES: usize = 4 * 1024;
+
+/// A store's data: who the guardrail is and what it may touch. Built fresh for every
+/// run, so nothing leaks from one event or guardrail to the next.
+pub struct HostState {
+    guardrail: String,
+    keyspace: Keyspace,
+    wasi: WasiCtx,
+    table: ResourceTable,
+    memory_limit: usize,
+    memory_exceeded: bool,
+    logged_bytes: usize,
+    log_truncated: bool,
+}
+
+impl HostState {
+    pub fn new(guardrail: &str, keyspace: Keyspace, wasi: WasiCtx, memory_limit: usize) -> Self {
+        HostState {
+            guardrail: guardrail.to_owned(),
+            keyspace,
+            wasi,
+            table: ResourceTable::new(),
+            memory_limit,
+            memory_exceeded: false,
+            logged_bytes: 0,
+            log_truncated: false,
+        }
+    }
+
+    pub fn memory_exceeded(&self) -> bool {
+        self.memory_exceeded
+    }
+
+    pub fn into_keyspace(self) -> Keyspace {
+        self.keyspace
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl ResourceLimiter for HostState {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_limit {
+            // Refuse the growth; the guest's allocator fails and it traps, and the
+            // flag lets the host name the cause.
+            self.memory_exceeded = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+impl types::Host for HostState {}
+
+fn to_wit(error: KeyspaceError) -> state::StateError {
+    match error {
+        KeyspaceError::KeyTooLong => state::StateError::KeyTooLong(store::MAX_KEY_BYTES as u32),
+        KeyspaceError::ValueTooLarge => {
+            state::StateError::ValueTooLarge(store::MAX_VALUE_BYTES as u32)
+        }
+        KeyspaceError::KeyspaceFull => state::StateError::KeyspaceFull(store::MAX_KEYS as u32),
+        KeyspaceError::OwnerNotRequired(owner) => state::StateError::OwnerNotRequired(owner),
+        KeyspaceError::Unavailable(why) => state::StateError::Unavailable(why),
+    }
+}
+
+fn entries(list: Vec<store::Entry>) -> Vec<state::Entry> {
+    list.into_iter()
+        .map(|e| state::Entry {
+            key: e.key,
+            value: e.value,
+        })
+        .collect()
+}
+
+impl state::Host for HostState {
+    fn get(&mut self, key: String) -> Result<Option<String>, state::StateError> {
+        self.keyspace.get(&key).map_err(to_wit)
+    }
+
+    fn set(&mut self, key: String, value: String) -> Result<(), state::StateError> {
+        self.keyspace.set(&key, &value).map_err(to_wit)
+    }
+
+    fn delete(&mut self, key: String) -> Result<bool, state::StateError> {
+        self.keyspace.delete(&key).map_err(to_wit)
+    }
+
+    fn list(&mut self, prefix: String) -> Result<Vec<state::Entry>, state::StateError> {
+        self.keyspace.list(&prefix).map(entries).map_err(to_wit)
+    }
+
+    fn list_owner(
+        &mut self,
+        owner: String,
+        prefix: String,
+    ) -> Result<Vec<state::Entry>, state::StateError> {
+        self.keyspace
+            .list_owner(&owner, &prefix)
+            .map(entries)
+            .map_err(to_wit)
+    }
+}
+
+impl log::Host for HostState {
+    fn log(&mut self, level: log::Level, message: String) {
+        if level == log::Level::Debug && !crate::debug_logging() {
+            return;
+        }
+        if self.log_truncated {
+            return;
+        }
+        let message = truncate_bytes(&message, LOG_MESSAGE_BYTES);
+        if self.logged_bytes + message.len() > LOG_BUDGET_BYTES {
+            self.log_truncated = true;
+            eprintln!(
+                "sandrail: [{}] log limit of {} KiB for this event reached; further messages dropped",
+                self.guardrail,
+                LOG_BUDGET_BYTES / 1024
+            );
+            return;
+        }
+        self.logged_bytes += message.len();
+        let level = match level {
+            log::Level::Debug => "debug",
+            log::Level::Info => "info",
+            log::Level::Warn => "warn",
+            log::Level::Error => "error",
+        };
+        eprintln!("sandrail: [{}] {level}: {message}", self.guardrail);
+    }
+}
+
+/// The longest prefix of `text` within `max` bytes that ends on a char boundary.
+pub fn truncate_bytes(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}

@@ -1,0 +1,51 @@
+//! session-budget: counts the file edits an agent makes in one session, reminds it
+//! past `warn_at`, and refuses edits past `limit`.
+//!
+//! The count is reserved at PreToolUse: an edit that is refused (by this guardrail)
+//! does not count, so exactly `limit` edits get through however many race.
+
+use sandrail_guest::{Event, Guardrail, Result, Verdict, state};
+use serde::Deserialize;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// Edits allowed in one session; none means unlimited.
+    limit: Option<u64>,
+    /// From this many edits on, each edit carries a reminder.
+    warn_at: Option<u64>,
+}
+
+const COUNT_KEY: &str = "edits";
+
+struct SessionBudget;
+
+impl Guardrail for SessionBudget {
+    fn evaluate(event: &Event) -> Result<Verdict> {
+        let config: Config = event.config_as()?;
+        let used: u64 = state::get(COUNT_KEY)?.unwrap_or(0);
+        if let Some(limit) = config.limit {
+            if used >= limit {
+                return Ok(Verdict::violation(
+                    "edit-limit",
+                    format!(
+                        "This session has used its budget of {limit} file edits. Stop and summarise the work for the user; they can raise the limit in sandrail.toml."
+                    ),
+                ));
+            }
+        }
+        let used = used + 1;
+        state::set(COUNT_KEY, &used)?;
+        Ok(match config.warn_at {
+            Some(warn_at) if used >= warn_at => {
+                let of = config.limit.map(|l| format!(" of {l}")).unwrap_or_default();
+                Verdict::note(format!(
+                    "This is file edit {used}{of} in this session. Consider checking in with the user."
+                ))
+            }
+            _ => Verdict::pass(),
+        })
+    }
+}
+
+sandrail_guest::export!(SessionBudget);

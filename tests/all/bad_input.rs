@@ -1,0 +1,195 @@
+//! Bad input gets a clear message on stderr, exit 0 from `hook` with nothing on
+//! stdout, and loses nothing: state written before is still there afterwards.
+
+use crate::support::*;
+
+/// A project whose probe has already stored one key, to check nothing is lost.
+fn project_with_state() -> Project {
+    let project = Project::new();
+    project.config(&probe_config(&[(
+        "probe",
+        "[guardrail.config]\naction = \"write\"\nkey = \"kept\"\nvalue = \"yes\"\n",
+    )]));
+    project.hook(&bash("sess-bad", "ls")).answer();
+    project
+}
+
+fn assert_rejected(project: &Project, payload: &[u8], expected: &str) {
+    let run = project.hook(payload);
+    run.assert_silent();
+    assert!(
+        run.stderr().contains(expected),
+        "stderr should mention {expected:?}: {}",
+        run.stderr()
+    );
+    assert_eq!(
+        project.state("sess-bad", "probe"),
+        [("kept".to_owned(), "yes".to_owned())],
+        "state survives bad input"
+    );
+}
+
+#[test]
+fn empty_stdin() {
+    let project = project_with_state();
+    assert_rejected(&project, b"", "payload on stdin is empty");
+    assert_rejected(&project, b"  \n", "payload on stdin is empty");
+}
+
+#[test]
+fn invalid_json() {
+    let project = project_with_state();
+    assert_rejected(
+        &project,
+        br#"{"session_id": "sess-bad", "#,
+        "not valid JSON",
+    );
+    assert_rejected(&project, b"[1, 2]", "not a JSON object");
+}
+
+#[test]
+fn invalid_utf8() {
+    let project = project_with_state();
+    let mut payload = br#"{"session_id":"sess-bad","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls "#.to_vec();
+    payload.extend_from_slice(&[0xff, 0xfe]);
+    payload.extend_from_slice(br#""}}"#);
+    assert_rejected(
+        &project,
+        &payload,
+        "not valid UTF-8 (invalid byte at offset 103)",
+    );
+}
+
+#[test]
+fn payload_over_16_mib() {
+    let project = project_with_state();
+    let filler = "a".repeat(16 << 20);
+    let payload = String::from_utf8(bash("sess-bad", &filler)).expect("utf-8");
+    assert_rejected(&project, payload.as_bytes(), "larger than 16777216 bytes");
+}
+
+#[test]
+fn unknown_event() {
+    let project = project_with_state();
+    let unknown = payload("BeforeTool", "sess-bad", serde_json::json!({}));
+    assert_rejected(&project, &unknown, "unknown hook event 'BeforeTool'");
+    // An event Claude Code has but sandrail does not judge is quietly let through.
+    let notification = payload(
+        "Notification",
+        "sess-bad",
+        serde_json::json!({"message": "hi"}),
+    );
+    let run = project.hook(&notification);
+    run.assert_silent();
+    assert_eq!(run.stderr(), "");
+}
+
+#[test]
+fn missing_session_id() {
+    let project = project_with_state();
+    let payload =
+        br#"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}"#;
+    assert_rejected(&project, payload, "no `session_id`");
+    let payload = br#"{"session_id":"","hook_event_name":"Stop"}"#;
+    assert_rejected(&project, payload, "no `session_id`");
+}
+
+#[test]
+fn absurdly_deep_nesting() {
+    let project = project_with_state();
+    let depth = 10_000;
+    let payload = format!(
+        r#"{{"session_id":"sess-bad","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{}{}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    assert_rejected(&project, payload.as_bytes(), "recursion limit exceeded");
+}
+
+#[test]
+fn config_with_an_unknown_key() {
+    let project = project_with_state();
+    let config = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("config");
+    project.config(&config.replace("source =", "matchr = \"Bash\"\nsource ="));
+    assert_rejected(&project, &bash("sess-bad", "ls"), "unknown field `matchr`");
+    let check = project.run(&["check-config"]);
+    assert_eq!(check.code(), Some(1));
+    assert!(
+        check.stderr().contains("unknown field `matchr`"),
+        "{}",
+        check.stderr()
+    );
+    assert!(
+        check.stderr().contains("sandrail.toml"),
+        "names the file: {}",
+        check.stderr()
+    );
+}
+
+#[test]
+fn config_with_a_missing_wasm_file() {
+    let project = project_with_state();
+    project.config(
+        "[[guardrail]]\nname = \"gone\"\nsource = \"guardrails/gone.wasm\"\nevents = [\"PreToolUse\"]\n",
+    );
+    assert_rejected(
+        &project,
+        &bash("sess-bad", "ls"),
+        "gone.wasm does not exist",
+    );
+    let check = project.run(&["check-config"]);
+    assert_eq!(check.code(), Some(1));
+    assert!(
+        check.stderr().contains("guardrail 'gone'"),
+        "{}",
+        check.stderr()
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_component() {
+    let project = project_with_state();
+    std::fs::write(project.dir().join("junk.wasm"), b"\0asm not really").expect("write");
+    project.config(&format!(
+        "{}[[guardrail]]\nname = \"junk\"\nsource = \"junk.wasm\"\nevents = [\"PreToolUse\"]\n",
+        probe_config(&[(
+            "probe",
+            "[guardrail.config]\naction = \"read\"\nkey = \"kept\"\n"
+        )])
+    ));
+    let run = project.hook(&bash("sess-bad", "ls"));
+    // The broken guardrail is skipped by name; the others still judge.
+    assert!(
+        run.stderr()
+            .contains("guardrail 'junk' not run: not a valid component"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(
+        run.answer()["hookSpecificOutput"]["additionalContext"],
+        "[probe] kept=Some(\"yes\")"
+    );
+    let check = project.run(&["check-config"]);
+    assert_eq!(check.code(), Some(1));
+    assert!(
+        check
+            .stdout()
+            .contains("error  junk: not a valid component"),
+        "{}",
+        check.stdout()
+    );
+}
+
+#[test]
+fn explicit_config_that_does_not_exist() {
+    let project = project_with_state();
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_CONFIG", project.dir().join("nope.toml"));
+    let run = project.hook_with(cmd, &bash("sess-bad", "ls"));
+    run.assert_silent();
+    assert!(
+        run.stderr().contains("SANDRAIL_CONFIG names"),
+        "{}",
+        run.stderr()
+    );
+}

@@ -1,0 +1,139 @@
+//! Claude Code runs matching hooks in parallel: many `sandrail hook` processes on one
+//! session must serialise on the state without losing a write.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::support::*;
+
+/// Starts `n` hook processes at once on `payload` and collects their outputs.
+fn hooks_at_once(project: &Project, n: usize, payload: &[u8]) -> Vec<Run> {
+    let children: Vec<_> = (0..n)
+        .map(|_| {
+            let mut cmd: Command = project.cmd();
+            cmd.arg("hook")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn sandrail")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|mut child| {
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(payload).expect("write payload");
+            drop(stdin);
+            Run(child.wait_with_output().expect("wait"))
+        })
+        .collect()
+}
+
+#[test]
+fn fifty_parallel_hooks_on_one_session_lose_no_write() {
+    let project = Project::new();
+    project.config(
+        "[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\nlimit = 30\n",
+    );
+    let runs = hooks_at_once(&project, 50, &write("sess-par", "/home/dev/project/a.rs"));
+    let mut allowed = 0;
+    let mut refused = 0;
+    for run in &runs {
+        assert_eq!(run.code(), Some(0), "{}", run.stderr());
+        assert!(!run.stderr().contains("lock timeout"), "{}", run.stderr());
+        if run.stdout().is_empty() {
+            allowed += 1;
+        } else {
+            let reason = run.deny_reason().expect("a refusal");
+            assert!(reason.starts_with("[budget/edit-limit]"), "{reason}");
+            refused += 1;
+        }
+    }
+    // Exactly the budget got through: every increment was seen by the next process.
+    assert_eq!((allowed, refused), (30, 20));
+    assert_eq!(
+        project.state("sess-par", "budget"),
+        [("edits".to_owned(), "30".to_owned())]
+    );
+}
+
+#[test]
+fn parallel_counters_count_every_event() {
+    let project = Project::new();
+    project.config(&probe_config(&[(
+        "probe",
+        "[guardrail.config]\naction = \"count\"\n",
+    )]));
+    let runs = hooks_at_once(&project, 50, &bash("sess-count", "ls"));
+    let mut seen: Vec<u64> = runs
+        .iter()
+        .map(|run| {
+            let context = run.answer()["hookSpecificOutput"]["additionalContext"]
+                .as_str()
+                .expect("note")
+                .to_owned();
+            context
+                .trim_start_matches("[probe] n=")
+                .parse()
+                .expect("a count")
+        })
+        .collect();
+    seen.sort_unstable();
+    // Each process saw a distinct count: 1 through 50, none lost or repeated.
+    assert_eq!(seen, (1..=50).collect::<Vec<u64>>());
+    assert_eq!(
+        project.state("sess-count", "probe"),
+        [("n".to_owned(), "50".to_owned())]
+    );
+}
+
+#[test]
+fn a_held_lock_times_out_and_the_event_is_still_judged() {
+    let project = Project::new();
+    // The holder spins with the state transaction open, for up to 3 s.
+    let holder_dir = Project::new();
+    let holder_config = probe_config(&[(
+        "probe",
+        "[limits]\ntimeout_ms = 3000\n[guardrail.config]\naction = \"spin\"\n",
+    )])
+    .replace("[limits]", "[guardrail.limits]");
+    holder_dir.config(&holder_config);
+    let mut holder = holder_dir.cmd();
+    holder
+        .env("SANDRAIL_STATE_DIR", project.state_dir())
+        .arg("hook")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut holder = holder.spawn().expect("spawn holder");
+    let mut stdin = holder.stdin.take().expect("stdin");
+    stdin.write_all(&bash("sess-lock", "ls")).expect("payload");
+    drop(stdin);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+
+    project.config(&format!(
+        "[settings]\nlock_timeout_ms = 200\n\
+         [[guardrail]]\nname = \"no-destructive-git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\n\
+         [[guardrail]]\nname = \"counter\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\n[guardrail.config]\naction = \"count\"\n"
+    ));
+    let run = project.hook(&bash("sess-lock", "git push --force"));
+    // The stateless guardrail still refuses; the stateful one is told why it has no state.
+    assert!(
+        run.deny_reason()
+            .is_some_and(|r| r.starts_with("[no-destructive-git/force-push]"))
+    );
+    assert!(
+        run.stderr()
+            .contains("longer than the lock timeout (200ms)"),
+        "{}",
+        run.stderr()
+    );
+    let run = project.hook(&bash("sess-lock", "ls"));
+    assert!(
+        run.stderr().contains("state: state unavailable"),
+        "{}",
+        run.stderr()
+    );
+    let _ = holder.wait_with_output();
+}

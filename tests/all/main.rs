@@ -1,0 +1,12 @@
+//! Integration tests: every test runs the real `sandrail` binary in a scratch
+//! project on real-shaped Claude Code payloads.
+
+mod support;
+
+mod bad_input;
+mod cache;
+mod cli;
+mod concurrency;
+mod events;
+mod isolation;
+mod limits;

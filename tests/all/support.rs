@@ -1,0 +1,215 @@
+//! Shared helpers: a scratch project with its own state and cache directories, the
+//! real `sandrail` binary run in it, and real-shaped Claude Code payloads.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_sandrail");
+/// The test guardrail; its `config.action` picks what it does.
+pub const PROBE: &str = env!("SANDRAIL_TEST_GUARDRAIL_PROBE");
+
+/// One scratch project: a temp dir holding the project, the state and the cache.
+pub struct Project {
+    pub root: tempfile::TempDir,
+}
+
+impl Project {
+    pub fn new() -> Project {
+        let root = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(root.path().join("project")).expect("project dir");
+        Project { root }
+    }
+
+    pub fn dir(&self) -> PathBuf {
+        self.root.path().join("project")
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.path().join("state")
+    }
+
+    pub fn cache_dir(&self) -> PathBuf {
+        shared_cache_dir()
+    }
+
+    /// Writes `sandrail.toml` into the project.
+    pub fn config(&self, text: &str) -> &Self {
+        std::fs::write(self.dir().join("sandrail.toml"), text).expect("write config");
+        self
+    }
+
+    /// A `sandrail` command run in this project.
+    pub fn cmd(&self) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(self.dir())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.root.path())
+            .env("CLAUDE_PROJECT_DIR", self.dir())
+            .env("SANDRAIL_STATE_DIR", self.state_dir())
+            .env("SANDRAIL_CACHE_DIR", self.cache_dir());
+        cmd
+    }
+
+    /// Runs `sandrail hook` with `payload` on stdin.
+    pub fn hook(&self, payload: &[u8]) -> Run {
+        self.hook_with(self.cmd(), payload)
+    }
+
+    pub fn hook_with(&self, mut cmd: Command, payload: &[u8]) -> Run {
+        let mut child = cmd
+            .arg("hook")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sandrail");
+        let mut stdin = child.stdin.take().expect("stdin");
+        // The binary may stop reading early (an oversized payload); that is fine.
+        let _ = stdin.write_all(payload);
+        drop(stdin);
+        Run(child.wait_with_output().expect("wait for sandrail"))
+    }
+
+    /// Runs `sandrail ARGS…`.
+    pub fn run(&self, args: &[&str]) -> Run {
+        Run(self.cmd().args(args).output().expect("run sandrail"))
+    }
+
+    /// `sandrail state list` for one guardrail, as (key, value) pairs.
+    pub fn state(&self, session: &str, guardrail: &str) -> Vec<(String, String)> {
+        let run = self.run(&[
+            "state",
+            "list",
+            "--session",
+            session,
+            "--guardrail",
+            guardrail,
+        ]);
+        assert!(run.ok(), "state list failed: {}", run.stderr());
+        run.stdout()
+            .lines()
+            .map(|line| {
+                let v: Value = serde_json::from_str(line).expect("state list prints JSON lines");
+                (
+                    v["key"].as_str().expect("key").to_owned(),
+                    v["value"].as_str().expect("value").to_owned(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The component cache shared by tests that do not test the cache itself, so each
+/// component is compiled once per test run rather than once per test.
+pub fn shared_cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("sandrail-test-cache")
+}
+
+/// A finished `sandrail` process.
+pub struct Run(pub Output);
+
+impl Run {
+    pub fn ok(&self) -> bool {
+        self.0.status.success()
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.0.status.code()
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8(self.0.stdout.clone()).expect("stdout is UTF-8")
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.0.stderr).into_owned()
+    }
+
+    /// The answer as JSON; panics when there is none or it is not JSON.
+    pub fn answer(&self) -> Value {
+        let out = self.stdout();
+        assert!(
+            !out.trim().is_empty(),
+            "expected an answer; stderr: {}",
+            self.stderr()
+        );
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("answer is not JSON ({e}): {out}"))
+    }
+
+    /// Asserts the hook exited 0 and printed nothing.
+    pub fn assert_silent(&self) {
+        assert_eq!(self.code(), Some(0), "stderr: {}", self.stderr());
+        assert_eq!(self.stdout(), "", "stderr: {}", self.stderr());
+    }
+
+    /// The PreToolUse refusal reason, if the answer is a deny.
+    pub fn deny_reason(&self) -> Option<String> {
+        let answer = self.answer();
+        let specific = &answer["hookSpecificOutput"];
+        (specific["permissionDecision"] == "deny").then(|| {
+            specific["permissionDecisionReason"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+    }
+}
+
+/// A Claude Code payload for `event` with the common fields filled in.
+pub fn payload(event: &str, session: &str, extra: Value) -> Vec<u8> {
+    let mut base = json!({
+        "session_id": session,
+        "transcript_path": format!("/nonexistent/.claude/projects/p/{session}.jsonl"),
+        "cwd": "/home/dev/project",
+        "permission_mode": "default",
+        "hook_event_name": event,
+    });
+    if let (Some(base), Some(extra)) = (base.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            base.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::to_vec(&base).expect("payload serializes")
+}
+
+/// A PreToolUse payload for a Bash command.
+pub fn bash(session: &str, command: &str) -> Vec<u8> {
+    payload(
+        "PreToolUse",
+        session,
+        json!({
+            "tool_name": "Bash",
+            "tool_input": {"command": command, "description": "Run a command"},
+            "tool_use_id": "toolu_01ABC",
+        }),
+    )
+}
+
+/// A PreToolUse payload for a Write.
+pub fn write(session: &str, path: &str) -> Vec<u8> {
+    payload(
+        "PreToolUse",
+        session,
+        json!({
+            "tool_name": "Write",
+            "tool_input": {"file_path": path, "content": "fn main() {}\n"},
+            "tool_use_id": "toolu_01DEF",
+        }),
+    )
+}
+
+/// A config with one probe guardrail per (name, action config) pair, each on
+/// every event and every tool.
+pub fn probe_config(guardrails: &[(&str, &str)]) -> String {
+    let mut text = String::new();
+    for (name, body) in guardrails {
+        text.push_str(&format!(
+            "[[guardrail]]\nname = \"{name}\"\nsource = \"{PROBE}\"\nevents = [\"SessionStart\", \"UserPromptSubmit\", \"PreToolUse\", \"PostToolUse\", \"Stop\", \"SubagentStop\", \"PreCompact\", \"SessionEnd\"]\n{body}\n"
+        ));
+    }
+    text
+}

@@ -1,0 +1,117 @@
+//! A guardrail for the integration tests: its `config.action` says what to do, so one
+//! component exercises every path of the host — state, isolation, limits, failures.
+
+use sandrail_guest::{Event, Guardrail, Result, Verdict, log, state};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Config {
+    action: String,
+    #[serde(default)]
+    key: String,
+    #[serde(default)]
+    value: String,
+    #[serde(default)]
+    owner: String,
+    #[serde(default)]
+    count: usize,
+}
+
+struct Probe;
+
+impl Guardrail for Probe {
+    fn evaluate(event: &Event) -> Result<Verdict> {
+        let config: Config = event.config_as()?;
+        Ok(match config.action.as_str() {
+            // Stores `value` under `key` and reports what the keyspace holds afterwards.
+            "write" => {
+                state::set_raw(&config.key, &config.value)?;
+                let entries = state::list("")?;
+                let listed: Vec<String> = entries
+                    .iter()
+                    .map(|e| format!("{}={}", e.key, e.value))
+                    .collect();
+                Verdict::note(format!("keyspace: {}", listed.join(",")))
+            }
+            // Reports the value under `key`.
+            "read" => Verdict::note(format!("{}={:?}", config.key, state::get_raw(&config.key)?)),
+            // Increments a counter: the lost-update check.
+            "count" => {
+                let n: u64 = state::get("n")?.unwrap_or(0);
+                state::set("n", &(n + 1))?;
+                Verdict::note(format!("n={}", n + 1))
+            }
+            // Reads another guardrail's keyspace and reports the answer, error included.
+            "list-owner" => match state::list_owner(&config.owner, "") {
+                Ok(entries) => Verdict::note(format!("owner entries: {}", entries.len())),
+                Err(e) => Verdict::note(format!("list-owner error: {}", e.message())),
+            },
+            // Tries each state limit and reports what the host answered.
+            "limits" => {
+                let long_key = "k".repeat(1025);
+                let big_value = "v".repeat(64 * 1024 + 1);
+                let key = state::set_raw(&long_key, "x").err().map(|e| e.message());
+                let value = state::set_raw("big", &big_value).err().map(|e| e.message());
+                let mut full = None;
+                for i in 0..config.count {
+                    if let Err(e) = state::set_raw(&format!("key-{i}"), "1") {
+                        full = Some(format!("at {i}: {}", e.message()));
+                        break;
+                    }
+                }
+                Verdict::note(format!("key: {key:?}; value: {value:?}; keys: {full:?}"))
+            }
+            "stamp" => {
+                let stamped = state::stamp(&config.key)?;
+                Verdict::note(format!(
+                    "stamped={stamped} now={:?}",
+                    state::stamped_this_turn(&config.key)?
+                ))
+            }
+            "spin" => {
+                let mut i: u64 = 0;
+                loop {
+                    i = std::hint::black_box(i.wrapping_add(1));
+                }
+            }
+            "hog" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "panic" => panic!("probe asked to panic"),
+            "write-then-panic" => {
+                state::set_raw(&config.key, &config.value)?;
+                panic!("probe failed after writing")
+            }
+            "log" => {
+                for i in 0..config.count.max(1) {
+                    log::warn(&format!("log line {i}: {}", config.value));
+                }
+                println!("to stdout");
+                eprintln!("to stderr");
+                Verdict::pass()
+            }
+            "note" => Verdict::note(config.value),
+            "deny" => Verdict::deny(config.value),
+            "violation" => Verdict::violation(config.key, config.value),
+            "echo" => Verdict::note(format!(
+                "kind={:?} tool={:?} turn={:?} facts={}",
+                event.kind(),
+                event.tool_name(),
+                event.turn().map(|t| t.id.clone()),
+                event.facts()
+            )),
+            "huge" => Verdict::deny("x".repeat(config.count)),
+            other => {
+                return Err(sandrail_guest::Error::msg(format!(
+                    "unknown action {other}"
+                )));
+            }
+        })
+    }
+}
+
+sandrail_guest::export!(Probe);
