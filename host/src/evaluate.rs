@@ -108,10 +108,10 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         }
     }
 
-    if let Some(txn) = txn {
-        if let Err(e) = txn.commit() {
-            eprintln!("sandrail: the state of this event could not be saved: {e}");
-        }
+    if let Some(txn) = txn
+        && let Err(e) = txn.commit()
+    {
+        eprintln!("sandrail: the state of this event could not be saved: {e}");
     }
     decision
 }

@@ -141,13 +141,13 @@ impl Runtime {
                 (std::borrow::Cow::Owned(bytes), sha256)
             }
         };
-        if let Some(expected) = pin {
-            if expected != sha256 {
-                return Err(LoadError::PinMismatch {
-                    expected: expected.to_owned(),
-                    actual: sha256,
-                });
-            }
+        if let Some(expected) = pin
+            && expected != sha256
+        {
+            return Err(LoadError::PinMismatch {
+                expected: expected.to_owned(),
+                actual: sha256,
+            });
         }
         let component = self.cache.get_or_compile(&self.engine, &bytes, &sha256)?;
         let instance_pre = self

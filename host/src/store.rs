@@ -330,10 +330,10 @@ impl Keyspace {
     /// Ends the guardrail's turn: applies its staged writes when `keep` is true,
     /// discards them otherwise, and hands the transaction back.
     pub fn finish(mut self, keep: bool) -> Result<Option<StateTxn>, StoreError> {
-        if let Some(txn) = self.txn.as_mut() {
-            if keep {
-                txn.apply(&self.session, &self.guardrail, &self.staged)?;
-            }
+        if let Some(txn) = self.txn.as_mut()
+            && keep
+        {
+            txn.apply(&self.session, &self.guardrail, &self.staged)?;
         }
         Ok(self.txn.take())
     }

@@ -66,13 +66,13 @@ impl ComponentCache {
         if crate::debug_logging() {
             eprintln!("sandrail: compiled {sha256}");
         }
-        if let Some(path) = path {
-            if let Err(e) = store(&component, &path) {
-                eprintln!(
-                    "sandrail: cannot write the component cache {}: {e}",
-                    path.display()
-                );
-            }
+        if let Some(path) = path
+            && let Err(e) = store(&component, &path)
+        {
+            eprintln!(
+                "sandrail: cannot write the component cache {}: {e}",
+                path.display()
+            );
         }
         Ok(component)
     }

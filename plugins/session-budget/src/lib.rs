@@ -24,15 +24,15 @@ impl Guardrail for SessionBudget {
     fn evaluate(event: &Event) -> Result<Verdict> {
         let config: Config = event.config_as()?;
         let used: u64 = state::get(COUNT_KEY)?.unwrap_or(0);
-        if let Some(limit) = config.limit {
-            if used >= limit {
-                return Ok(Verdict::violation(
-                    "edit-limit",
-                    format!(
-                        "This session has used its budget of {limit} file edits. Stop and summarise the work for the user; they can raise the limit in sandrail.toml."
-                    ),
-                ));
-            }
+        if let Some(limit) = config.limit
+            && used >= limit
+        {
+            return Ok(Verdict::violation(
+                "edit-limit",
+                format!(
+                    "This session has used its budget of {limit} file edits. Stop and summarise the work for the user; they can raise the limit in sandrail.toml."
+                ),
+            ));
         }
         let used = used + 1;
         state::set(COUNT_KEY, &used)?;
