@@ -58,7 +58,14 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     }
 
     let base_event = base_event(input);
-    let (mut txn, unavailable) = begin_state(dirs.state.as_deref(), config.lock_timeout);
+    let (mut txn, unavailable) = if loaded.iter().any(|(_, l)| l.uses_state) {
+        begin_state(dirs.state.as_deref(), config.lock_timeout)
+    } else {
+        (
+            None,
+            Some("this guardrail does not import the state interface".to_owned()),
+        )
+    };
 
     for (guardrail, component) in &loaded {
         let mut keyspace = Keyspace::new(

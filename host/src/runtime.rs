@@ -50,6 +50,9 @@ impl From<crate::event::EventKind> for wit::EventKind {
     }
 }
 
+/// The name a component imports the state interface under (any 0.x version).
+const STATE_INTERFACE: &str = "sandrail:guardrail/state@";
+
 /// How often the epoch ticks; deadlines are counted in these.
 const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// How much of a guardrail's stdout, and of its stderr, is kept per event.
@@ -88,6 +91,9 @@ pub enum RunError {
 /// A component ready to instantiate.
 pub struct Loaded {
     pub sha256: String,
+    /// Whether the component imports `state` at all. One that does not never needs
+    /// the database, so an event whose guardrails are all stateless never opens it.
+    pub uses_state: bool,
     pre: wit::GuardrailPre<HostState>,
 }
 
@@ -150,12 +156,20 @@ impl Runtime {
             });
         }
         let component = self.cache.get_or_compile(&self.engine, &bytes, &sha256)?;
+        let uses_state = component
+            .component_type()
+            .imports(&self.engine)
+            .any(|(name, _)| name.starts_with(STATE_INTERFACE));
         let instance_pre = self
             .linker
             .instantiate_pre(&component)
             .map_err(LoadError::Link)?;
         let pre = wit::GuardrailPre::new(instance_pre).map_err(LoadError::Link)?;
-        Ok(Loaded { sha256, pre })
+        Ok(Loaded {
+            sha256,
+            uses_state,
+            pre,
+        })
     }
 
     /// Runs one guardrail on one event in a fresh sandbox.
