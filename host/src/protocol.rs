@@ -107,6 +107,8 @@ impl HookInput {
             .ok_or(PayloadError::MissingSessionId)?
             .to_owned();
         let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_owned);
+        let cwd = text("cwd");
+        let transcript_path = text("transcript_path");
         let (tool_name, tool_input) = if kind.is_tool_event() {
             (text("tool_name"), object.get("tool_input").cloned())
         } else {
@@ -115,19 +117,13 @@ impl HookInput {
         Ok(HookInput {
             kind,
             session_id,
-            cwd: text("cwd"),
-            transcript_path: text("transcript_path"),
+            cwd,
+            transcript_path,
             tool_name,
             tool_input,
-            raw: String::new(),
             payload,
-        }
-        .with_raw(raw))
-    }
-
-    fn with_raw(mut self, raw: String) -> Self {
-        self.raw = raw;
-        self
+            raw,
+        })
     }
 }
 

@@ -17,8 +17,10 @@ use redb::{
     WriteTransaction,
 };
 
+/// (session, guardrail, key): sessions first, so one session's state is one range.
+type EntryKey = (&'static str, &'static str, &'static str);
 /// (session, guardrail, key) → value.
-const ENTRIES: TableDefinition<(&str, &str, &str), &str> = TableDefinition::new("entries");
+const ENTRIES: TableDefinition<EntryKey, &str> = TableDefinition::new("entries");
 /// (session, guardrail) → how many keys that keyspace holds, so the key limit is
 /// checked without walking the keyspace.
 const KEY_COUNTS: TableDefinition<(&str, &str), u64> = TableDefinition::new("key_counts");
@@ -99,7 +101,6 @@ pub struct Entry {
 /// The opened state database.
 pub struct StateStore {
     db: Database,
-    path: PathBuf,
 }
 
 impl StateStore {
@@ -115,7 +116,7 @@ impl StateStore {
         let mut pause = Duration::from_micros(200);
         loop {
             match Database::create(&path) {
-                Ok(db) => return Ok(StateStore { db, path }),
+                Ok(db) => return Ok(StateStore { db }),
                 Err(DatabaseError::DatabaseAlreadyOpen) => {
                     let now = Instant::now();
                     if now >= deadline {
@@ -127,10 +128,6 @@ impl StateStore {
                 Err(source) => return Err(StoreError::Open { path, source }),
             }
         }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Begins the one write transaction of this process.
@@ -155,20 +152,25 @@ pub struct StateReader {
 }
 
 impl StateReader {
+    /// The entries table, or `None` before anything was ever stored.
+    fn entries(&self) -> Result<Option<redb::ReadOnlyTable<EntryKey, &'static str>>, StoreError> {
+        match self.txn.open_table(ENTRIES) {
+            Ok(table) => Ok(Some(table)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub fn get(
         &self,
         session: &str,
         guardrail: &str,
         key: &str,
     ) -> Result<Option<String>, StoreError> {
-        let table = match self.txn.open_table(ENTRIES) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        Ok(table
-            .get((session, guardrail, key))?
-            .map(|v| v.value().to_owned()))
+        match self.entries()? {
+            Some(table) => value_of(&table, session, guardrail, key),
+            None => Ok(None),
+        }
     }
 
     pub fn list(
@@ -177,12 +179,10 @@ impl StateReader {
         guardrail: &str,
         prefix: &str,
     ) -> Result<Vec<Entry>, StoreError> {
-        let table = match self.txn.open_table(ENTRIES) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
-        collect_prefix(&table, session, guardrail, prefix)
+        match self.entries()? {
+            Some(table) => collect_prefix(&table, session, guardrail, prefix),
+            None => Ok(Vec::new()),
+        }
     }
 }
 
@@ -209,10 +209,7 @@ impl StateTxn {
         guardrail: &str,
         key: &str,
     ) -> Result<Option<String>, StoreError> {
-        let table = self.txn.open_table(ENTRIES)?;
-        Ok(table
-            .get((session, guardrail, key))?
-            .map(|v| v.value().to_owned()))
+        value_of(&self.txn.open_table(ENTRIES)?, session, guardrail, key)
     }
 
     pub fn list(
@@ -266,8 +263,19 @@ impl StateTxn {
     }
 }
 
+fn value_of(
+    table: &impl ReadableTable<EntryKey, &'static str>,
+    session: &str,
+    guardrail: &str,
+    key: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(table
+        .get((session, guardrail, key))?
+        .map(|v| v.value().to_owned()))
+}
+
 fn collect_prefix(
-    table: &impl ReadableTable<(&'static str, &'static str, &'static str), &'static str>,
+    table: &impl ReadableTable<EntryKey, &'static str>,
     session: &str,
     guardrail: &str,
     prefix: &str,

@@ -165,10 +165,7 @@ fn a_file_that_is_not_a_component() {
         "{}",
         run.stderr()
     );
-    assert_eq!(
-        run.answer()["hookSpecificOutput"]["additionalContext"],
-        "[probe] kept=Some(\"yes\")"
-    );
+    assert_eq!(run.context(), "[probe] kept=Some(\"yes\")");
     let check = project.run(&["check-config"]);
     assert_eq!(check.code(), Some(1));
     assert!(

@@ -69,10 +69,7 @@ fn parallel_counters_count_every_event() {
     let mut seen: Vec<u64> = runs
         .iter()
         .map(|run| {
-            let context = run.answer()["hookSpecificOutput"]["additionalContext"]
-                .as_str()
-                .expect("note")
-                .to_owned();
+            let context = run.context();
             context
                 .trim_start_matches("[probe] n=")
                 .parse()

@@ -241,12 +241,9 @@ fn guardrails_see_the_turn_and_facts() {
     ];
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&transcript, text).expect("write transcript");
-    let mut p: serde_json::Value = serde_json::from_slice(&bash("sess-turn", "ls")).expect("json");
-    p["transcript_path"] = json!(transcript);
-    let answer = project.hook(p.to_string().as_bytes()).answer();
-    let context = answer["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .expect("note");
+    let context = project
+        .hook(&bash_in_turn("sess-turn", "ls", &transcript))
+        .context();
     assert!(context.contains("kind=EventKind::PreToolUse"), "{context}");
     assert!(context.contains("tool=Some(\"Bash\")"), "{context}");
     assert!(context.contains("turn=Some(\"2:u-2\")"), "{context}");
@@ -261,10 +258,7 @@ fn guardrails_see_the_turn_and_facts() {
 
     // Without a transcript the turn is absent, and stderr says why.
     let run = project.hook(&bash("sess-turn", "ls"));
-    let context = run.answer()["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .expect("note")
-        .to_owned();
+    let context = run.context();
     assert!(context.contains("turn=None"), "{context}");
     assert!(run.stderr().contains("turn unknown"), "{}", run.stderr());
 }
@@ -281,9 +275,28 @@ fn matchers_follow_claude_code_rules() {
         "sess-m",
         json!({"tool_name": "NotebookEdit", "tool_input": {"notebook_path": "/p/n.ipynb", "new_source": "x"}}),
     );
-    let answer = project.hook(&notebook).answer();
-    assert_eq!(
-        answer["hookSpecificOutput"]["additionalContext"],
-        "[regex] regex"
+    assert_eq!(project.hook(&notebook).context(), "[regex] regex");
+}
+
+#[test]
+fn stateless_guardrails_never_open_the_database() {
+    let project = Project::new();
+    assert!(
+        project
+            .hook(&bash("sess-nodb", "git push --force"))
+            .deny_reason()
+            .is_some()
+    );
+    project.hook(&bash("sess-nodb", "ls")).assert_silent();
+    assert!(
+        !project.state_dir().exists(),
+        "no-destructive-git does not import state"
+    );
+    project
+        .hook(&write("sess-nodb", "/home/dev/project/a.rs"))
+        .assert_silent();
+    assert!(
+        project.state_dir().join("state.redb").is_file(),
+        "session-budget does"
     );
 }

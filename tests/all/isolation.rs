@@ -16,10 +16,7 @@ fn list_owner_on_an_undeclared_owner_is_an_error_not_a_trap() {
             "[guardrail.config]\naction = \"list-owner\"\nowner = \"owner\"\n",
         ),
     ]));
-    let answer = project.hook(&bash("sess-iso", "ls")).answer();
-    let context = answer["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .expect("notes");
+    let context = project.hook(&bash("sess-iso", "ls")).context();
     assert!(
         context.contains(
             "[snoop] list-owner error: 'owner' is not listed in this guardrail's `requires`"
@@ -35,10 +32,7 @@ fn list_owner_on_a_required_owner_reads_its_entries() {
         ("recorder", "[guardrail.config]\naction = \"write\"\nkey = \"tag:research\"\nvalue = \"1:u\"\n"),
         ("judge", "requires = [\"recorder\"]\n[guardrail.config]\naction = \"list-owner\"\nowner = \"recorder\"\n"),
     ]));
-    let answer = project.hook(&bash("sess-iso", "ls")).answer();
-    let context = answer["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .expect("notes");
+    let context = project.hook(&bash("sess-iso", "ls")).context();
     // The recorder ran first (requires orders it) and its write is visible.
     assert!(context.contains("[judge] owner entries: 1"), "{context}");
 
@@ -89,9 +83,8 @@ fn two_guardrails_writing_one_key_keep_their_own_values() {
             "[guardrail.config]\naction = \"write\"\nkey = \"shared\"\nvalue = \"from-beta\"\n",
         ),
     ]));
-    let answer = project.hook(&bash("sess-iso", "ls")).answer();
     assert_eq!(
-        answer["hookSpecificOutput"]["additionalContext"],
+        project.hook(&bash("sess-iso", "ls")).context(),
         "[alpha] keyspace: shared=from-alpha\n[beta] keyspace: shared=from-beta"
     );
     assert_eq!(
@@ -120,14 +113,12 @@ fn two_sessions_never_see_each_others_keys() {
         )]),
     )
     .expect("config");
-    let same = project.hook(&bash("sess-one", "ls")).answer();
     assert_eq!(
-        same["hookSpecificOutput"]["additionalContext"],
+        project.hook(&bash("sess-one", "ls")).context(),
         "[probe] mine=Some(\"v\")"
     );
-    let other = project.hook(&bash("sess-two", "ls")).answer();
     assert_eq!(
-        other["hookSpecificOutput"]["additionalContext"],
+        project.hook(&bash("sess-two", "ls")).context(),
         "[probe] mine=None"
     );
     assert!(project.state("sess-two", "probe").is_empty());

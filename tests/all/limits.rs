@@ -48,10 +48,7 @@ fn allocating_past_the_memory_limit_is_stopped() {
 fn state_limits_are_errors_the_guardrail_sees() {
     let project = Project::new();
     project.config(&probe_with("[guardrail.limits]\ntimeout_ms = 20000\n[guardrail.config]\naction = \"limits\"\ncount = 10001\n"));
-    let answer = project.hook(&bash("sess-lim", "ls")).answer();
-    let context = answer["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .expect("note");
+    let context = project.hook(&bash("sess-lim", "ls")).context();
     assert!(
         context.contains("key: Some(\"key is longer than 1024 bytes\")"),
         "{context}"

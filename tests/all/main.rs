@@ -10,3 +10,4 @@ mod concurrency;
 mod events;
 mod isolation;
 mod limits;
+mod sdk;

@@ -140,6 +140,15 @@ impl Run {
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("answer is not JSON ({e}): {out}"))
     }
 
+    /// The context a note gave the agent (`hookSpecificOutput.additionalContext`).
+    pub fn context(&self) -> String {
+        let answer = self.answer();
+        answer["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no additionalContext in {answer}"))
+            .to_owned()
+    }
+
     /// Asserts the hook exited 0 and printed nothing.
     pub fn assert_silent(&self) {
         assert_eq!(self.code(), Some(0), "stderr: {}", self.stderr());
@@ -187,6 +196,13 @@ pub fn bash(session: &str, command: &str) -> Vec<u8> {
             "tool_use_id": "toolu_01ABC",
         }),
     )
+}
+
+/// A PreToolUse Bash payload whose transcript is `transcript`.
+pub fn bash_in_turn(session: &str, command: &str, transcript: &Path) -> Vec<u8> {
+    let mut payload: Value = serde_json::from_slice(&bash(session, command)).expect("json");
+    payload["transcript_path"] = json!(transcript);
+    serde_json::to_vec(&payload).expect("payload serializes")
 }
 
 /// A PreToolUse payload for a Write.

@@ -68,6 +68,9 @@ impl Guardrail for Probe {
                     state::stamped_this_turn(&config.key)?
                 ))
             }
+            "check-stamp" => {
+                Verdict::note(format!("now={:?}", state::stamped_this_turn(&config.key)?))
+            }
             "spin" => {
                 let mut i: u64 = 0;
                 loop {
