@@ -58,13 +58,10 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     }
 
     let base_event = base_event(input);
-    let (mut txn, unavailable) = if loaded.iter().any(|(_, l)| l.uses_state) {
+    let (mut txn, mut unavailable) = if loaded.iter().any(|(_, l)| l.uses_state) {
         begin_state(dirs.state.as_deref(), config.lock_timeout)
     } else {
-        (
-            None,
-            Some("this guardrail does not import the state interface".to_owned()),
-        )
+        (None, "no guardrail of this event imports state".to_owned())
     };
 
     for (guardrail, component) in &loaded {
@@ -75,7 +72,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         );
         match txn.take() {
             Some(t) => keyspace = keyspace.with_txn(t),
-            None => keyspace.set_unavailable(unavailable.clone().unwrap_or_default()),
+            None => keyspace.set_unavailable(unavailable.clone()),
         }
         let mut event = base_event.clone();
         event.config = guardrail.config.to_string();
@@ -95,10 +92,13 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             .and_then(|v| check_verdict(v).map_err(Failure::Malformed));
         match outcome.keyspace.finish(verdict.is_ok()) {
             Ok(t) => txn = t,
-            Err(e) => eprintln!(
-                "sandrail: state for guardrail '{}' not saved: {e}",
-                guardrail.name
-            ),
+            Err(e) => {
+                eprintln!(
+                    "sandrail: the state of this event could not be saved (at guardrail '{}'): {e}",
+                    guardrail.name
+                );
+                unavailable = format!("the state store failed during this event: {e}");
+            }
         }
         match verdict {
             Ok(verdict) => {
@@ -133,18 +133,18 @@ enum Failure {
 
 /// Opens the store and begins the event's transaction; on failure, says why on
 /// stderr and returns the reason every state call will be answered with.
-fn begin_state(dir: Option<&Path>, lock_timeout: Duration) -> (Option<StateTxn>, Option<String>) {
+fn begin_state(dir: Option<&Path>, lock_timeout: Duration) -> (Option<StateTxn>, String) {
     let Some(dir) = dir else {
         let why = "no state directory (set SANDRAIL_STATE_DIR or HOME)".to_owned();
         eprintln!("sandrail: {why}; guardrails run without state");
-        return (None, Some(why));
+        return (None, why);
     };
     let begun = StateStore::open(dir, lock_timeout).and_then(|store| store.begin());
     match begun {
-        Ok(txn) => (Some(txn), None),
+        Ok(txn) => (Some(txn), String::new()),
         Err(e) => {
             eprintln!("sandrail: {e}; guardrails run without state for this event");
-            (None, Some(e.to_string()))
+            (None, e.to_string())
         }
     }
 }

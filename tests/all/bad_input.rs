@@ -190,3 +190,52 @@ fn explicit_config_that_does_not_exist() {
         run.stderr()
     );
 }
+
+#[test]
+fn an_unusable_state_directory_costs_only_state() {
+    let project = Project::new();
+    std::fs::write(project.state_dir(), b"a file where the directory should be").expect("write");
+    let run = project.hook(&write("sess-nostate", "/home/dev/project/a.rs"));
+    run.assert_silent();
+    assert!(
+        run.stderr().contains("cannot create the state directory"),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        run.stderr().contains("guardrails run without state"),
+        "{}",
+        run.stderr()
+    );
+    // The stateful guardrail says what it could not do; a stateless one still refuses.
+    assert!(
+        run.stderr().contains("guardrail 'session-budget' failed"),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        project
+            .hook(&bash("sess-nostate", "git push -f"))
+            .deny_reason()
+            .is_some()
+    );
+}
+
+#[test]
+fn a_corrupt_database_is_reported_and_left_alone() {
+    let project = Project::new();
+    std::fs::create_dir_all(project.state_dir()).expect("state dir");
+    let db = project.state_dir().join("state.redb");
+    std::fs::write(&db, b"this is not a redb file").expect("write");
+    let run = project.hook(&write("sess-corrupt", "/home/dev/project/a.rs"));
+    run.assert_silent();
+    assert!(
+        run.stderr().contains("cannot open the state database"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(
+        std::fs::read(&db).expect("read"),
+        b"this is not a redb file"
+    );
+}
