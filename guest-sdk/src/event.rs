@@ -144,3 +144,53 @@ impl Event {
         name.split('.').try_fold(&self.facts, |v, part| v.get(part))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(tool_input: Option<&str>, facts: &str) -> wit::Event {
+        wit::Event {
+            kind: EventKind::PreToolUse,
+            session_id: "s".into(),
+            turn: Some(wit::Turn {
+                count: 2,
+                uuid: "u".into(),
+                id: "2:u".into(),
+            }),
+            tool_name: Some("Bash".into()),
+            tool_input: tool_input.map(str::to_owned),
+            payload: r#"{"hook_event_name":"PreToolUse"}"#.into(),
+            config: r#"{"limit":3}"#.into(),
+            facts: facts.into(),
+        }
+    }
+
+    #[test]
+    fn parses_every_json_part() {
+        let event = Event::from_raw(raw(
+            Some(r#"{"command":"ls","file_path":"/a"}"#),
+            r#"{"env":{"cwd":"/p"}}"#,
+        ))
+        .unwrap();
+        assert_eq!(event.command(), Some("ls"));
+        assert_eq!(event.file_path(), Some("/a"));
+        assert_eq!(event.turn().map(|t| t.id.as_str()), Some("2:u"));
+        assert_eq!(event.config()["limit"], 3);
+        assert_eq!(event.fact("env.cwd").and_then(Value::as_str), Some("/p"));
+        assert_eq!(event.fact("env.missing"), None);
+        assert_eq!(event.payload()["hook_event_name"], "PreToolUse");
+    }
+
+    #[test]
+    fn events_without_a_tool_have_a_null_input() {
+        let event = Event::from_raw(raw(None, "{}")).unwrap();
+        assert!(event.tool_input().is_null());
+        assert_eq!(event.command(), None);
+    }
+
+    #[test]
+    fn bad_json_from_the_host_is_an_error() {
+        assert!(Event::from_raw(raw(Some("{not json"), "{}")).is_err());
+    }
+}

@@ -187,7 +187,8 @@ fn check_config() -> anyhow::Result<ExitCode> {
             config.origin
         );
     }
-    println!("{}: {n} guardrails, all valid", config.origin);
+    let noun = if n == 1 { "guardrail" } else { "guardrails" };
+    println!("{}: {n} {noun}, all valid", config.origin);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -53,7 +53,9 @@ fn list_and_check_config_report_a_pinned_file_guardrail() {
     let check = project.run(&["check-config"]);
     assert!(check.ok(), "{}", check.stderr());
     assert!(
-        check.stdout().contains("1 guardrails, all valid"),
+        check
+            .stdout()
+            .contains("sandrail.toml: 1 guardrail, all valid"),
         "{}",
         check.stdout()
     );

@@ -300,3 +300,28 @@ fn stateless_guardrails_never_open_the_database() {
         "session-budget does"
     );
 }
+
+#[test]
+fn the_first_refusal_ends_the_chain() {
+    let project = Project::new();
+    project.config(&probe_config(&[
+        (
+            "first",
+            "[guardrail.config]\naction = \"note\"\nvalue = \"ran first\"\n",
+        ),
+        (
+            "refuser",
+            "[guardrail.config]\naction = \"deny\"\nvalue = \"stop here\"\n",
+        ),
+        (
+            "later",
+            "[guardrail.config]\naction = \"write\"\nkey = \"seen\"\nvalue = \"yes\"\n",
+        ),
+    ]));
+    let answer = project.hook(&bash("sess-chain", "ls")).answer();
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(specific["permissionDecisionReason"], "[refuser] stop here");
+    // Notes from before the refusal are kept; the guardrail after it never ran.
+    assert_eq!(specific["additionalContext"], "[first] ran first");
+    assert!(project.state("sess-chain", "later").is_empty());
+}

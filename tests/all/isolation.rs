@@ -28,9 +28,10 @@ fn list_owner_on_an_undeclared_owner_is_an_error_not_a_trap() {
 #[test]
 fn list_owner_on_a_required_owner_reads_its_entries() {
     let project = Project::new();
+    // The judge comes first in the file; `requires` runs the recorder before it.
     project.config(&probe_config(&[
-        ("recorder", "[guardrail.config]\naction = \"write\"\nkey = \"tag:research\"\nvalue = \"1:u\"\n"),
         ("judge", "requires = [\"recorder\"]\n[guardrail.config]\naction = \"list-owner\"\nowner = \"recorder\"\n"),
+        ("recorder", "[guardrail.config]\naction = \"write\"\nkey = \"tag:research\"\nvalue = \"1:u\"\n"),
     ]));
     let context = project.hook(&bash("sess-iso", "ls")).context();
     // The recorder ran first (requires orders it) and its write is visible.
