@@ -31,16 +31,7 @@ fn list_shows_the_embedded_default() {
 #[test]
 fn list_and_check_config_report_a_pinned_file_guardrail() {
     let project = Project::new();
-    let bytes = std::fs::read(PROBE).expect("probe");
-    let sha = {
-        use std::process::Command;
-        let out = Command::new("sha256sum")
-            .arg(PROBE)
-            .output()
-            .expect("sha256sum");
-        String::from_utf8(out.stdout).expect("utf-8")[..64].to_owned()
-    };
-    assert!(!bytes.is_empty());
+    let sha = sandrail::sha256_hex(&std::fs::read(PROBE).expect("probe"));
     project.config(&format!(
         "[[guardrail]]\nname = \"probe\"\nsource = \"{PROBE}\"\nsha256 = \"{sha}\"\nevents = [\"Stop\"]\n[guardrail.config]\naction = \"note\"\nvalue = \"x\"\n"
     ));
