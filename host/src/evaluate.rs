@@ -5,6 +5,10 @@
 //! refusal ends the chain: later guardrails do not see (or count) an event that is
 //! not going to happen. A guardrail that fails (trap, timeout, memory, malformed
 //! verdict) is plumbing: it is reported on stderr by name and the event proceeds.
+//! When the state cannot be had (another process held it past the lock timeout,
+//! the directory is unusable), the guardrails that import state are skipped with
+//! one stderr line, and the stateless ones still judge: a force push is refused
+//! even while the database is busy.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -58,13 +62,32 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     }
 
     let base_event = base_event(input);
-    let (mut txn, mut unavailable) = if loaded.iter().any(|(_, l)| l.uses_state) {
-        begin_state(dirs.state.as_deref(), config.lock_timeout)
-    } else {
-        (None, "no guardrail of this event imports state".to_owned())
-    };
+    let stateful: Vec<&str> = loaded
+        .iter()
+        .filter(|(_, l)| l.uses_state)
+        .map(|(g, _)| g.name.as_str())
+        .collect();
+    let mut unavailable = String::from("no guardrail of this event imports state");
+    let mut txn = None;
+    if !stateful.is_empty() {
+        match begin_state(dirs.state.as_deref(), config.lock_timeout) {
+            Ok(begun) => txn = Some(begun),
+            Err(why) => {
+                // Without their state these guardrails cannot judge; the others can.
+                eprintln!(
+                    "sandrail: {why}; skipping the guardrails that keep state ({}) for this event",
+                    stateful.join(", ")
+                );
+                unavailable = why;
+            }
+        }
+    }
+    let state_lost = txn.is_none();
 
     for (guardrail, component) in &loaded {
+        if component.uses_state && state_lost {
+            continue;
+        }
         let mut keyspace = Keyspace::new(
             &input.session_id,
             &guardrail.name,
@@ -131,22 +154,12 @@ enum Failure {
     Malformed(String),
 }
 
-/// Opens the store and begins the event's transaction; on failure, says why on
-/// stderr and returns the reason every state call will be answered with.
-fn begin_state(dir: Option<&Path>, lock_timeout: Duration) -> (Option<StateTxn>, String) {
-    let Some(dir) = dir else {
-        let why = "no state directory (set SANDRAIL_STATE_DIR or HOME)".to_owned();
-        eprintln!("sandrail: {why}; guardrails run without state");
-        return (None, why);
-    };
-    let begun = StateStore::open(dir, lock_timeout).and_then(|store| store.begin());
-    match begun {
-        Ok(txn) => (Some(txn), String::new()),
-        Err(e) => {
-            eprintln!("sandrail: {e}; guardrails run without state for this event");
-            (None, e.to_string())
-        }
-    }
+/// Opens the store and begins the event's transaction, or says why it cannot.
+fn begin_state(dir: Option<&Path>, lock_timeout: Duration) -> Result<StateTxn, String> {
+    let dir = dir.ok_or("no state directory (set SANDRAIL_STATE_DIR or HOME)")?;
+    StateStore::open(dir, lock_timeout)
+        .and_then(|store| store.begin())
+        .map_err(|e| e.to_string())
 }
 
 /// The parts of the event every guardrail shares.
