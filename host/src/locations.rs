@@ -2,7 +2,7 @@
 //! cache. Both live outside the project so that nothing sandrail writes ends up in
 //! the project's tracked files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The state directory: `SANDRAIL_STATE_DIR`, else `$XDG_STATE_HOME/sandrail`, else
 /// `~/.local/state/sandrail`.
@@ -23,6 +23,16 @@ pub fn cache_dir() -> Option<PathBuf> {
 /// The project a hook runs for: `CLAUDE_PROJECT_DIR`, else the given directory.
 pub fn project_dir(fallback: Option<PathBuf>) -> Option<PathBuf> {
     from_env("CLAUDE_PROJECT_DIR").or(fallback)
+}
+
+/// Creates `dir` (and its parents) readable by its owner only: the state holds what
+/// guardrails recorded about a session, and the cache holds native code.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
 }
 
 fn home() -> Option<PathBuf> {

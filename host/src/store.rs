@@ -107,7 +107,7 @@ impl StateStore {
     /// Opens (creating if needed) the database in `dir`, waiting up to `timeout` while
     /// another process holds it.
     pub fn open(dir: &Path, timeout: Duration) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+        crate::locations::create_private_dir(dir).map_err(|source| StoreError::CreateDir {
             path: dir.to_path_buf(),
             source,
         })?;
@@ -423,5 +423,107 @@ impl Keyspace {
         }
         let txn = self.txn()?;
         Self::storage(txn.list(&self.session, owner, prefix))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, StateStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::open(dir.path(), Duration::from_secs(1)).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn writes_are_staged_until_the_guardrail_finishes() {
+        let (_dir, store) = store();
+        let mut ks = Keyspace::new("s", "g", vec![]).with_txn(store.begin().unwrap());
+        ks.set("a", "1").unwrap();
+        assert_eq!(ks.get("a").unwrap().as_deref(), Some("1"));
+        assert_eq!(ks.list("").unwrap().len(), 1);
+        // A guardrail that failed: its writes are discarded.
+        let txn = ks.finish(false).unwrap().unwrap();
+        let ks = Keyspace::new("s", "g", vec![]).with_txn(txn);
+        assert_eq!(ks.get("a").unwrap(), None);
+        ks.finish(true).unwrap().unwrap().commit().unwrap();
+        assert_eq!(store.read().unwrap().get("s", "g", "a").unwrap(), None);
+    }
+
+    #[test]
+    fn committed_writes_are_read_back_in_key_order() {
+        let (_dir, store) = store();
+        let mut ks = Keyspace::new("s", "g", vec![]).with_txn(store.begin().unwrap());
+        for key in ["tag:b", "tag:a", "other"] {
+            ks.set(key, key).unwrap();
+        }
+        assert!(ks.delete("other").unwrap());
+        assert!(!ks.delete("never").unwrap());
+        ks.finish(true).unwrap().unwrap().commit().unwrap();
+        let keys: Vec<String> = store
+            .read()
+            .unwrap()
+            .list("s", "g", "tag:")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.key)
+            .collect();
+        assert_eq!(keys, ["tag:a", "tag:b"]);
+        assert!(
+            store
+                .read()
+                .unwrap()
+                .list("s", "other-guardrail", "")
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .read()
+                .unwrap()
+                .list("other-session", "g", "")
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_key_limit_counts_staged_and_stored_keys() {
+        let (_dir, store) = store();
+        let mut ks = Keyspace::new("s", "g", vec![]).with_txn(store.begin().unwrap());
+        for i in 0..MAX_KEYS {
+            ks.set(&format!("k{i}"), "v").unwrap();
+        }
+        assert_eq!(ks.set("one-more", "v"), Err(KeyspaceError::KeyspaceFull));
+        // Overwriting an existing key is not a new key.
+        ks.set("k0", "w").unwrap();
+        ks.finish(true).unwrap().unwrap().commit().unwrap();
+
+        let mut ks = Keyspace::new("s", "g", vec![]).with_txn(store.begin().unwrap());
+        assert_eq!(ks.set("one-more", "v"), Err(KeyspaceError::KeyspaceFull));
+        assert!(ks.delete("k1").unwrap());
+        ks.set("one-more", "v").unwrap();
+        assert_eq!(ks.set("two-more", "v"), Err(KeyspaceError::KeyspaceFull));
+    }
+
+    #[test]
+    fn list_owner_needs_requires() {
+        let (_dir, store) = store();
+        let ks = Keyspace::new("s", "judge", vec!["ctx".into()]).with_txn(store.begin().unwrap());
+        assert_eq!(ks.list_owner("ctx", "").unwrap(), vec![]);
+        assert_eq!(
+            ks.list_owner("other", ""),
+            Err(KeyspaceError::OwnerNotRequired("other".into()))
+        );
+    }
+
+    #[test]
+    fn a_second_opener_waits_then_times_out() {
+        let (dir, _held) = store();
+        let started = Instant::now();
+        let second = StateStore::open(dir.path(), Duration::from_millis(50));
+        assert!(matches!(second, Err(StoreError::LockTimeout(_))));
+        assert!(started.elapsed() >= Duration::from_millis(50));
     }
 }

@@ -99,7 +99,7 @@ enum WriteError {
 
 fn store(component: &Component, path: &Path) -> Result<(), WriteError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    crate::locations::create_private_dir(dir)?;
     let serialized = component
         .serialize()
         .map_err(|e| WriteError::Serialize(format!("{e:#}")))?;
