@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::config::{Config, Guardrail};
 use crate::protocol::{self, Decision, HookInput};
-use crate::runtime::{Loaded, RunError, Runtime, wit};
+use crate::runtime::{Captured, Loaded, RunError, Runtime, wit};
 use crate::store::{Keyspace, StateStore, StateTxn};
 use crate::transcript;
 
@@ -245,11 +245,15 @@ fn record(decision: &mut Decision, guardrail: &str, verdict: wit::Verdict) -> bo
 }
 
 /// Forwards what a guardrail printed to its stdout or stderr, line by line.
-fn forward_output(guardrail: &str, stream: &str, bytes: &[u8]) {
-    if bytes.is_empty() {
-        return;
-    }
-    for line in String::from_utf8_lossy(bytes).lines() {
+fn forward_output(guardrail: &str, stream: &str, captured: &Captured) {
+    for line in String::from_utf8_lossy(&captured.bytes).lines() {
         eprintln!("sandrail: [{guardrail}] {stream}: {line}");
+    }
+    if captured.dropped > 0 {
+        eprintln!(
+            "sandrail: [{guardrail}] {stream}: {} more bytes dropped (the first {} KiB of each event are kept)",
+            captured.dropped,
+            crate::runtime::CAPTURE_BYTES / 1024
+        );
     }
 }

@@ -1,23 +1,29 @@
 //! The WebAssembly runtime: one wasmtime engine, components compiled once and cached,
 //! and a fresh sandbox per guardrail per event.
 //!
-//! A guardrail reaches nothing but its WIT imports: WASI is linked because Rust
-//! guests import it, but with no preopened directories, no environment, no
-//! arguments and no network. Its stdout and stderr are captured (bounded) and
-//! forwarded to the host's stderr. Each run has a wall-clock deadline (epoch
-//! interruption) and a memory limit.
+//! A guardrail reaches its WIT imports and a WASI that grants nothing: WASI is
+//! linked because Rust guests import it, but with no preopened directories, no
+//! environment, no arguments and no network (clocks and random numbers remain).
+//! Its stdout and stderr are captured (bounded) and forwarded to the host's stderr.
+//!
+//! Each run has a wall-clock deadline enforced twice: epoch interruption stops
+//! guest code that computes past it, and the call runs as a future under a timeout,
+//! so a guest blocked in a host call (a WASI sleep) is abandoned at the same
+//! deadline. Memory is limited across all of a component's memories.
 
 mod cache;
+mod capture;
 mod host;
 
 use std::path::PathBuf;
-use std::sync::Once;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, Store, Trap};
 use wasmtime_wasi::WasiCtxBuilder;
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+
+use capture::Capture;
 
 pub use host::HostState;
 
@@ -29,6 +35,9 @@ pub mod wit {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "guardrail",
+        // Async only so that a call can be abandoned at its deadline even while
+        // the guest waits in a host call; the host functions themselves are sync.
+        exports: { default: async },
     });
 
     pub use self::sandrail::guardrail::types::{EventKind, Turn, Violation};
@@ -50,13 +59,13 @@ impl From<crate::event::EventKind> for wit::EventKind {
     }
 }
 
-/// The name a component imports the state interface under (any 0.x version).
+/// The name a component imports the state interface under (any version).
 const STATE_INTERFACE: &str = "sandrail:guardrail/state@";
 
 /// How often the epoch ticks; deadlines are counted in these.
 const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// How much of a guardrail's stdout, and of its stderr, is kept per event.
-const CAPTURE_BYTES: usize = 64 * 1024;
+pub const CAPTURE_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -102,31 +111,42 @@ pub struct RunOutcome {
     pub result: Result<wit::Verdict, RunError>,
     /// The keyspace, handed back so the caller decides whether its writes stand.
     pub keyspace: Keyspace,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
+    pub stdout: Captured,
+    pub stderr: Captured,
+}
+
+/// What a guardrail wrote to one of its output streams.
+pub struct Captured {
+    pub bytes: Vec<u8>,
+    /// Bytes written past the capture bound, not kept.
+    pub dropped: usize,
 }
 
 pub struct Runtime {
     engine: Engine,
     linker: Linker<HostState>,
     cache: cache::ComponentCache,
+    executor: tokio::runtime::Runtime,
 }
 
 impl Runtime {
-    /// Creates the engine. `cache_dir` holds compiled components; `None` compiles
-    /// every time.
+    /// Sets up the runtime on the process's engine. `cache_dir` holds compiled
+    /// components; `None` compiles every time.
     pub fn new(cache_dir: Option<PathBuf>) -> wasmtime::Result<Runtime> {
-        let mut config = Config::new();
-        config.epoch_interruption(true);
-        let engine = Engine::new(&config)?;
+        let engine = shared_engine()?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wit::Guardrail::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
         let cache = cache::ComponentCache::new(&engine, cache_dir);
+        let executor = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| wasmtime::format_err!("cannot start the executor: {e}"))?;
         Ok(Runtime {
             engine,
             linker,
             cache,
+            executor,
         })
     }
 
@@ -181,9 +201,8 @@ impl Runtime {
         keyspace: Keyspace,
         limits: Limits,
     ) -> RunOutcome {
-        start_epoch_ticker(&self.engine);
-        let stdout = MemoryOutputPipe::new(CAPTURE_BYTES);
-        let stderr = MemoryOutputPipe::new(CAPTURE_BYTES);
+        let stdout = Capture::new(CAPTURE_BYTES);
+        let stderr = Capture::new(CAPTURE_BYTES);
         let wasi = WasiCtxBuilder::new()
             .stdout(stdout.clone())
             .stderr(stderr.clone())
@@ -197,54 +216,94 @@ impl Runtime {
         store.set_epoch_deadline(ticks(limits.timeout));
         store.epoch_deadline_trap();
 
-        let result = match loaded.pre.instantiate(&mut store) {
-            Ok(instance) => instance
+        let call = async {
+            let instance = loaded
+                .pre
+                .instantiate_async(&mut store)
+                .await
+                .map_err(CallFailed::Instantiate)?;
+            instance
                 .call_evaluate(&mut store, event)
-                .map_err(|e| classify(e, &store, limits)),
-            Err(e) => Err(RunError::Instantiate(format!("{e:#}"))),
+                .await
+                .map_err(CallFailed::Call)
+        };
+        let result = self
+            .executor
+            .block_on(async { tokio::time::timeout(limits.timeout, call).await });
+        let result = match result {
+            Ok(Ok(verdict)) => Ok(verdict),
+            Ok(Err(failed)) => Err(failed.classify(&store, limits)),
+            Err(_elapsed) => Err(RunError::Timeout(limits.timeout)),
         };
         let state = store.into_data();
+        let captured = |c: &Capture| {
+            let (bytes, dropped) = c.contents();
+            Captured { bytes, dropped }
+        };
         RunOutcome {
             result,
             keyspace: state.into_keyspace(),
-            stdout: stdout.contents().to_vec(),
-            stderr: stderr.contents().to_vec(),
+            stdout: captured(&stdout),
+            stderr: captured(&stderr),
         }
     }
 }
 
-/// Names the cause of a failed call: the deadline and the memory limit are
-/// recognised by type and by the limiter's record, never by message text.
-fn classify(error: wasmtime::Error, store: &Store<HostState>, limits: Limits) -> RunError {
-    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-        return RunError::Timeout(limits.timeout);
+/// A call that failed, before it is put into words.
+enum CallFailed {
+    Instantiate(wasmtime::Error),
+    Call(wasmtime::Error),
+}
+
+impl CallFailed {
+    /// Names the cause: the deadline and the memory limit are recognised by the
+    /// trap's type and the limiter's record, never by message text.
+    fn classify(self, store: &Store<HostState>, limits: Limits) -> RunError {
+        let (error, instantiating) = match self {
+            CallFailed::Instantiate(e) => (e, true),
+            CallFailed::Call(e) => (e, false),
+        };
+        if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+            return RunError::Timeout(limits.timeout);
+        }
+        if store.data().memory_exceeded() {
+            return RunError::MemoryLimit(limits.memory_bytes);
+        }
+        if instantiating {
+            RunError::Instantiate(format!("{error:#}"))
+        } else {
+            RunError::Trap(format!("{error:#}"))
+        }
     }
-    if store.data().memory_exceeded() {
-        return RunError::MemoryLimit(limits.memory_bytes);
-    }
-    RunError::Trap(format!("{error:#}"))
 }
 
 fn ticks(timeout: Duration) -> u64 {
     (timeout.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64
 }
 
-/// Starts the thread that advances the engine's epoch, once per process.
-fn start_epoch_ticker(engine: &Engine) {
-    static STARTED: Once = Once::new();
-    STARTED.call_once(|| {
-        let engine = engine.clone();
-        let spawned = std::thread::Builder::new()
-            .name("sandrail-epoch".into())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(EPOCH_TICK);
-                    engine.increment_epoch();
-                }
-            });
-        if let Err(e) = spawned {
-            // Without the ticker no deadline fires; say so rather than hang silently.
-            eprintln!("sandrail: cannot start the deadline timer: {e}");
-        }
+/// The process's one engine, created on first use with its epoch ticker.
+fn shared_engine() -> wasmtime::Result<Engine> {
+    static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+    let engine = ENGINE.get_or_init(|| {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).map_err(|e| format!("{e:#}"))?;
+        start_epoch_ticker(&engine).map_err(|e| format!("cannot start the deadline timer: {e}"))?;
+        Ok(engine)
     });
+    engine.clone().map_err(wasmtime::Error::msg)
+}
+
+/// Starts the thread that advances the engine's epoch for as long as the process runs.
+fn start_epoch_ticker(engine: &Engine) -> std::io::Result<()> {
+    let engine = engine.clone();
+    std::thread::Builder::new()
+        .name("sandrail-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        })
+        .map(drop)
 }

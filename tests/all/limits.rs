@@ -153,3 +153,45 @@ fn a_guardrail_error_is_reported_by_name() {
         run.stderr()
     );
 }
+
+#[test]
+fn a_guardrail_blocked_in_a_host_call_is_stopped_by_its_deadline() {
+    let project = Project::new();
+    project.config(&probe_with(
+        "[guardrail.limits]\ntimeout_ms = 200\n[guardrail.config]\naction = \"sleep\"\ncount = 60000\n",
+    ));
+    let started = Instant::now();
+    let run = project.hook(&bash("sess-sleep", "ls"));
+    run.assert_silent();
+    assert!(
+        run.stderr()
+            .contains("did not finish within its deadline of 200ms"),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn flooding_stdout_is_truncated_not_fatal() {
+    let project = Project::new();
+    project.config(&probe_with(
+        "[guardrail.config]\naction = \"flood\"\ncount = 1024\n",
+    ));
+    let run = project.hook(&bash("sess-flood", "ls"));
+    assert_eq!(run.context(), "[probe] flooded");
+    let stderr = run.stderr();
+    assert_eq!(
+        stderr.matches("[probe] stdout: zzz").count(),
+        64,
+        "64 KiB of 1 KiB lines kept"
+    );
+    assert!(
+        stderr.contains("[probe] stdout: 983040 more bytes dropped"),
+        "{stderr}"
+    );
+}

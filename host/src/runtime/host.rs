@@ -12,6 +12,13 @@ use crate::store::{self, Keyspace, KeyspaceError};
 const LOG_BUDGET_BYTES: usize = 64 * 1024;
 /// Longest single log message forwarded.
 const LOG_MESSAGE_BYTES: usize = 4 * 1024;
+/// Structural limits per component: generous for what a toolchain emits (a Rust
+/// guest has a handful of core instances, one or two memories), far below
+/// wasmtime's defaults of 10,000.
+const MAX_INSTANCES: usize = 100;
+const MAX_TABLES: usize = 100;
+const MAX_MEMORIES: usize = 16;
+const MAX_TABLE_ELEMENTS: usize = 100_000;
 
 /// A store's data: who the guardrail is and what it may touch. Built fresh for every
 /// run, so nothing leaks from one event or guardrail to the next.
@@ -21,6 +28,8 @@ pub struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
     memory_limit: usize,
+    /// Bytes of linear memory across all of the component's memories.
+    memory_total: usize,
     memory_exceeded: bool,
     logged_bytes: usize,
     log_truncated: bool,
@@ -34,6 +43,7 @@ impl HostState {
             wasi,
             table: ResourceTable::new(),
             memory_limit,
+            memory_total: 0,
             memory_exceeded: false,
             logged_bytes: 0,
             log_truncated: false,
@@ -61,16 +71,20 @@ impl WasiView for HostState {
 impl ResourceLimiter for HostState {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.memory_limit {
+        // Each memory's growth is counted against one budget for the component, so
+        // several memories cannot add up to more than the limit.
+        let total = self.memory_total.saturating_sub(current) + desired;
+        if total > self.memory_limit {
             // Refuse the growth; the guest's allocator fails and it traps, and the
             // flag lets the host name the cause.
             self.memory_exceeded = true;
             return Ok(false);
         }
+        self.memory_total = total;
         Ok(true)
     }
 
@@ -80,7 +94,19 @@ impl ResourceLimiter for HostState {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= 100_000)
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
     }
 }
 

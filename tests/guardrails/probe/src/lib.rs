@@ -84,6 +84,18 @@ impl Guardrail for Probe {
                     std::hint::black_box(&hoard);
                 }
             }
+            // Blocks in a host call (a WASI sleep) rather than computing.
+            "sleep" => {
+                std::thread::sleep(std::time::Duration::from_millis(config.count as u64));
+                Verdict::pass()
+            }
+            "flood" => {
+                let line = "z".repeat(1023);
+                for _ in 0..config.count {
+                    println!("{line}");
+                }
+                Verdict::note("flooded")
+            }
             "panic" => panic!("probe asked to panic"),
             "write-then-panic" => {
                 state::set_raw(&config.key, &config.value)?;
