@@ -4,7 +4,7 @@
 //! without one the embedded default (`default.toml`, naming the bundled guardrails)
 //! is in force. Unknown keys are errors, so a typo never silently disables a rule.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -247,8 +247,8 @@ impl Config {
             .lock_timeout_ms
             .map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_millis);
         let mut guardrails = Vec::with_capacity(raw.guardrails.len());
-        let mut seen = HashMap::new();
-        for (index, g) in raw.guardrails.into_iter().enumerate() {
+        let mut seen = HashSet::new();
+        for g in raw.guardrails {
             let name = g.name.clone();
             let err = |message: String| ConfigError::Guardrail {
                 origin: origin.to_string(),
@@ -256,14 +256,14 @@ impl Config {
                 message,
             };
             validate_name(&name).map_err(&err)?;
-            if seen.insert(name.clone(), index).is_some() {
+            if !seen.insert(name.clone()) {
                 return Err(err("the name is used by more than one guardrail".into()));
             }
             guardrails.push(resolve_guardrail(g, base).map_err(&err)?);
         }
         for g in &guardrails {
             for owner in &g.requires {
-                if !seen.contains_key(owner) {
+                if !seen.contains(owner) {
                     return Err(ConfigError::Guardrail {
                         origin: origin.to_string(),
                         guardrail: g.name.clone(),
@@ -321,16 +321,12 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         }
         None => {
             let path = PathBuf::from(&g.source);
+            // Whether the file exists is checked when it is loaded, so that a missing
+            // component costs only its own guardrail.
             let path = match base {
                 Some(base) if path.is_relative() => base.join(path),
                 _ => path,
             };
-            if !path.is_file() {
-                return Err(format!(
-                    "source {} does not exist; give the path of a .wasm component (relative paths start at the config's directory) or builtin:<name>",
-                    path.display()
-                ));
-            }
             Source::File(path)
         }
     };

@@ -2,7 +2,8 @@
 //!
 //! Whatever goes wrong, the harness gets either a complete answer or nothing, and
 //! the exit code is 0: a guardrail engine that breaks must not break the agent.
-//! Every problem is explained on stderr.
+//! Every problem is explained on stderr. A config that cannot be used is replaced
+//! by the embedded default rather than by nothing.
 
 use std::io::Read;
 
@@ -30,10 +31,17 @@ pub fn run(stdin: impl Read) -> Option<String> {
     let config = match Config::discover(project.as_deref()) {
         Ok(config) => config,
         Err(e) => {
+            // A broken config must not switch every rule off: the bundled ones hold.
             eprintln!(
-                "sandrail: {e}; the event proceeds unjudged. Run `sandrail check-config` to see what to fix."
+                "sandrail: {e}; the embedded default is in force until it is fixed (run `sandrail check-config`)"
             );
-            return None;
+            match Config::embedded() {
+                Ok(config) => config,
+                Err(e) => {
+                    eprintln!("sandrail: {e}; the event proceeds unjudged");
+                    return None;
+                }
+            }
         }
     };
     let dirs = Dirs {

@@ -69,6 +69,10 @@ pub const CAPTURE_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    #[error(
+        "{0} does not exist; give the path of a .wasm component (relative paths start at the config's directory) or builtin:<name>"
+    )]
+    Missing(PathBuf),
     #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,
@@ -159,9 +163,12 @@ impl Runtime {
                 (std::borrow::Cow::Borrowed(bytes), sha256.to_owned())
             }
             Source::File(path) => {
-                let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
-                    path: path.clone(),
-                    source,
+                let bytes = std::fs::read(path).map_err(|source| match source.kind() {
+                    std::io::ErrorKind::NotFound => LoadError::Missing(path.clone()),
+                    _ => LoadError::Read {
+                        path: path.clone(),
+                        source,
+                    },
                 })?;
                 let sha256 = crate::sha256_hex(&bytes);
                 (std::borrow::Cow::Owned(bytes), sha256)

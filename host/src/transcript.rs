@@ -2,7 +2,9 @@
 //!
 //! A turn starts with each real user message: a `type: "user"` line whose
 //! `message.content` is a string. Tool results are `type: "user"` lines too, but
-//! carry an array, and several arrive within one turn, so they do not count. The
+//! carry an array, and several arrive within one turn, so they do not count; nor
+//! do lines the harness writes on the user's behalf (`isMeta`, `isCompactSummary`)
+//! or a subagent's prompt (`isSidechain`). The
 //! turn id is `<count>:<uuid>`; the count (which only grows) keeps apart two turns
 //! that share a uuid, as a re-injected refusal can.
 
@@ -41,6 +43,10 @@ struct Line<'a> {
     kind: Option<&'a str>,
     #[serde(default, rename = "isSidechain")]
     is_sidechain: bool,
+    #[serde(default, rename = "isMeta")]
+    is_meta: bool,
+    #[serde(default, rename = "isCompactSummary")]
+    is_compact_summary: bool,
     #[serde(borrow)]
     uuid: Option<std::borrow::Cow<'a, str>>,
     message: Option<Message>,
@@ -84,6 +90,8 @@ pub fn current_turn(path: &Path) -> Result<Turn, TranscriptError> {
         };
         let is_real_user_message = parsed.kind == Some("user")
             && !parsed.is_sidechain
+            && !parsed.is_meta
+            && !parsed.is_compact_summary
             && parsed
                 .message
                 .as_ref()
@@ -136,6 +144,17 @@ mod tests {
             current_turn(once.path()).unwrap().id(),
             current_turn(twice.path()).unwrap().id()
         );
+    }
+
+    #[test]
+    fn harness_written_user_lines_do_not_start_turns() {
+        let file = transcript(&[
+            r#"{"type":"user","uuid":"u1","message":{"content":"build it"}}"#,
+            r#"{"type":"user","uuid":"m1","isMeta":true,"message":{"content":"Caveat: local command output follows"}}"#,
+            r#"{"type":"user","uuid":"c1","isCompactSummary":true,"message":{"content":"Summary of the conversation"}}"#,
+            r#"{"type":"user","uuid":"s1","isSidechain":true,"message":{"content":"subagent prompt"}}"#,
+        ]);
+        assert_eq!(current_turn(file.path()).unwrap().id(), "1:u1");
     }
 
     #[test]

@@ -112,6 +112,17 @@ fn config_with_an_unknown_key() {
     let config = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("config");
     project.config(&config.replace("source =", "matchr = \"Bash\"\nsource ="));
     assert_rejected(&project, &bash("sess-bad", "ls"), "unknown field `matchr`");
+    // The bundled rules hold while the config is broken.
+    let run = project.hook(&bash("sess-bad", "git push --force"));
+    assert!(
+        run.deny_reason()
+            .is_some_and(|r| r.starts_with("[no-destructive-git/"))
+    );
+    assert!(
+        run.stderr().contains("the embedded default is in force"),
+        "{}",
+        run.stderr()
+    );
     let check = project.run(&["check-config"]);
     assert_eq!(check.code(), Some(1));
     assert!(
@@ -129,18 +140,30 @@ fn config_with_an_unknown_key() {
 #[test]
 fn config_with_a_missing_wasm_file() {
     let project = project_with_state();
-    project.config(
-        "[[guardrail]]\nname = \"gone\"\nsource = \"guardrails/gone.wasm\"\nevents = [\"PreToolUse\"]\n",
+    let config = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("config");
+    project.config(&format!(
+        "{config}[[guardrail]]\nname = \"gone\"\nsource = \"guardrails/gone.wasm\"\nevents = [\"PreToolUse\"]\n"
+    ));
+    // Only the missing guardrail is lost; the others in the same file still run.
+    let run = project.hook(&bash("sess-bad", "ls"));
+    assert!(
+        run.stderr().contains("guardrail 'gone' not run: ")
+            && run.stderr().contains("guardrails/gone.wasm does not exist"),
+        "{}",
+        run.stderr()
     );
-    assert_rejected(
-        &project,
-        &bash("sess-bad", "ls"),
-        "gone.wasm does not exist",
-    );
+    assert!(run.context().starts_with("[probe] keyspace: kept=yes"));
     let check = project.run(&["check-config"]);
     assert_eq!(check.code(), Some(1));
     assert!(
-        check.stderr().contains("guardrail 'gone'"),
+        check.stdout().contains("error  gone: "),
+        "{}",
+        check.stdout()
+    );
+    assert!(
+        check
+            .stderr()
+            .contains("1 of 2 guardrails cannot be loaded"),
         "{}",
         check.stderr()
     );
