@@ -35,6 +35,12 @@ const BRANCH_FORCE_DELETE: Finding = Finding {
     instead: "use `git branch -d`, which refuses to drop unmerged work",
 };
 
+const UNANALYSABLE: Finding = Finding {
+    rule: "unanalysable",
+    what: "the command nests shells or substitutions too deeply to tell what it runs",
+    instead: "write the command out plainly",
+};
+
 /// Git options that come before the subcommand and take a separate value.
 const GLOBAL_OPTIONS_WITH_VALUE: &[&str] = &[
     "-C",
@@ -48,54 +54,100 @@ const GLOBAL_OPTIONS_WITH_VALUE: &[&str] = &[
 
 /// The first destructive git command in a shell command line.
 pub fn find(command_line: &str) -> Option<Finding> {
-    shell::commands(command_line)
-        .iter()
-        .find_map(|argv| judge_git(argv))
+    let analysis = shell::analyse(command_line);
+    let found = analysis.commands.iter().find_map(|argv| judge(argv));
+    found.or(analysis.too_deep.then_some(UNANALYSABLE))
 }
 
-fn judge_git(argv: &[String]) -> Option<Finding> {
-    let program = argv.first()?.rsplit('/').next()?;
-    if program != "git" {
+/// Judges one simple command. A program name the shell computes (`$(which git)`,
+/// `$GIT`) may be git, so its arguments are judged as git's.
+fn judge(argv: &[String]) -> Option<Finding> {
+    let program = shell::program(argv.first()?);
+    let computed = program.is_empty() || program.starts_with('$');
+    if program != "git" && !computed {
         return None;
     }
-    let mut rest = argv[1..].iter().map(String::as_str);
+    judge_git(&argv[1..])
+}
+
+/// Judges git's arguments (everything after `git`).
+fn judge_git(args: &[String]) -> Option<Finding> {
+    let mut rest = args.iter().map(String::as_str);
+    let mut settings: Vec<(String, String)> = Vec::new();
     let subcommand = loop {
         let word = rest.next()?;
-        if GLOBAL_OPTIONS_WITH_VALUE.contains(&word) {
+        if word == "-c" {
+            if let Some((key, value)) = rest.next().and_then(|kv| kv.split_once('=')) {
+                settings.push((key.to_ascii_lowercase(), value.to_owned()));
+            }
+        } else if GLOBAL_OPTIONS_WITH_VALUE.contains(&word) {
             rest.next();
         } else if !word.starts_with('-') {
             break word;
         }
     };
     let args: Vec<&str> = rest.collect();
-    let has = |long: &str, short: char| {
+
+    // `git -c alias.x='push --force' x`: judge what the alias expands to.
+    let alias = format!("alias.{}", subcommand.to_ascii_lowercase());
+    if let Some((_, expansion)) = settings.iter().find(|(key, _)| *key == alias) {
+        return match expansion.strip_prefix('!') {
+            Some(shell_command) => find(shell_command),
+            None => {
+                let mut expanded: Vec<String> =
+                    expansion.split_whitespace().map(str::to_owned).collect();
+                expanded.extend(args.iter().map(|a| (*a).to_owned()));
+                judge_git(&expanded)
+            }
+        };
+    }
+
+    let short = |flag: char| {
+        args.iter()
+            .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(flag))
+    };
+    // Git accepts any unambiguous prefix of a long option (`--ha` for `--hard`).
+    let long = |option: &str, shortest: usize| {
         args.iter().any(|a| {
-            *a == long
-                || a.starts_with(&format!("{long}="))
-                || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains(short))
+            let name = a.split('=').next().unwrap_or(a);
+            name.len() >= shortest && option.starts_with(name)
         })
     };
     match subcommand {
         "push" => {
-            let forced = has("--force", 'f')
-                || args.iter().any(|a| a.starts_with("--force-with-lease"))
+            let forced = short('f')
+                || long("--force", 5)
+                || long("--force-with-lease", 9)
                 || args.iter().any(|a| a.starts_with('+') && a.len() > 1);
             forced.then_some(FORCE_PUSH)
         }
-        "reset" => args.contains(&"--hard").then_some(RESET_HARD),
+        "reset" => long("--hard", 4).then_some(RESET_HARD),
         "clean" => {
-            let dry_run = has("--dry-run", 'n');
-            (has("--force", 'f') && !dry_run).then_some(CLEAN_FORCE)
+            let dry_run = short('n') || long("--dry-run", 3);
+            let interactive = short('i') || long("--interactive", 3);
+            let force_not_required = settings
+                .iter()
+                .any(|(key, value)| key == "clean.requireforce" && is_false(value));
+            let forced = short('f') || long("--force", 3) || force_not_required;
+            (forced && !dry_run && !interactive).then_some(CLEAN_FORCE)
         }
         "branch" => {
             let capital_d = args
                 .iter()
                 .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('D'));
-            let delete_forced = has("--delete", 'd') && has("--force", 'f');
-            (capital_d || delete_forced).then_some(BRANCH_FORCE_DELETE)
+            let delete = short('d') || long("--delete", 5);
+            let force = short('f') || long("--force", 6);
+            (capital_d || (delete && force)).then_some(BRANCH_FORCE_DELETE)
         }
         _ => None,
     }
+}
+
+fn is_false(value: &str) -> bool {
+    matches!(
+        value.to_ascii_lowercase().as_str(),
+        "false" | "no" | "off" | "0"
+    )
 }
 
 struct NoDestructiveGit;
@@ -144,6 +196,36 @@ mod tests {
     }
 
     #[test]
+    fn sees_through_git_abbreviations_aliases_and_settings() {
+        assert_eq!(rule("git reset --ha"), Some("reset-hard"));
+        assert_eq!(rule("git push --force-w origin main"), Some("force-push"));
+        assert_eq!(
+            rule("git branch --del --forc x"),
+            Some("branch-force-delete")
+        );
+        assert_eq!(
+            rule("git -c clean.requireForce=false clean -dx"),
+            Some("clean-force")
+        );
+        assert_eq!(rule("git -c alias.p='push --force' p"), Some("force-push"));
+        assert_eq!(
+            rule("git -c alias.nuke='!git reset --hard' nuke"),
+            Some("reset-hard")
+        );
+        assert_eq!(rule("$(which git) push -f"), Some("force-push"));
+        assert_eq!(rule("$GIT reset --hard"), Some("reset-hard"));
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_analyse() {
+        let mut line = String::from("git status");
+        for _ in 0..12 {
+            line = format!("echo $({line})");
+        }
+        assert_eq!(rule(&line), Some("unanalysable"));
+    }
+
+    #[test]
     fn sees_through_wrappers() {
         assert_eq!(rule("FOO=1 git push -f"), Some("force-push"));
         assert_eq!(rule("bash -c \"git reset --hard\""), Some("reset-hard"));
@@ -152,6 +234,16 @@ mod tests {
             rule("sudo -u me /usr/bin/git branch -D x"),
             Some("branch-force-delete")
         );
+        assert_eq!(
+            rule("git add . && \\\n  git push --force"),
+            Some("force-push")
+        );
+        assert_eq!(rule("for b in x; do git push -f; done"), Some("force-push"));
+        assert_eq!(
+            rule("git commit -m \"$(cat <<'EOF'\nDon't\nEOF\n)\" && git push --force"),
+            Some("force-push")
+        );
+        assert_eq!(rule("echo $'it\\'s' ; git push -f"), Some("force-push"));
     }
 
     #[test]
@@ -165,6 +257,11 @@ mod tests {
             "echo 'git push --force'",
             "git commit -m 'never git reset --hard'",
             "grep -r 'push -f' .",
+            "git push --follow-tags origin main",
+            "git clean -i",
+            "git branch --format='%(refname)'",
+            "BLOCKED=(git push --force)",
+            "git commit -m \"$(cat <<'EOF'\nDon't reset --hard (ever)\nEOF\n)\"",
         ] {
             assert_eq!(rule(line), None, "{line}");
         }
