@@ -67,10 +67,7 @@ fn main() {
 
     // Tests find their guardrails through these, e.g. env!("SANDRAIL_TEST_GUARDRAIL_PROBE").
     for (name, _) in &test_guardrails {
-        let var = name
-            .trim_start_matches("sandrail-")
-            .to_uppercase()
-            .replace('-', "_");
+        let var = name.to_uppercase().replace('-', "_");
         println!(
             "cargo:rustc-env=SANDRAIL_TEST_GUARDRAIL_{var}={}",
             artifact(name).display()
@@ -78,7 +75,8 @@ fn main() {
     }
 }
 
-/// The (package name, directory) of every crate directly under `dir`.
+/// The (package name, directory) of every crate directly under `dir`. A guardrail
+/// crate is named after its directory.
 fn crates_under(dir: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -87,24 +85,10 @@ fn crates_under(dir: &Path) -> Vec<(String, PathBuf)> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.join("Cargo.toml").is_file())
-        .map(|p| (package_name(&p.join("Cargo.toml")), p))
+        .filter_map(|p| Some((p.file_name()?.to_str()?.to_owned(), p)))
         .collect();
     crates.sort();
     crates
-}
-
-fn package_name(manifest: &Path) -> String {
-    let text = std::fs::read_to_string(manifest).expect("read a guardrail's Cargo.toml");
-    text.lines()
-        .find_map(|line| {
-            let rest = line
-                .trim()
-                .strip_prefix("name")?
-                .trim_start()
-                .strip_prefix('=')?;
-            Some(rest.trim().trim_matches('"').to_owned())
-        })
-        .unwrap_or_else(|| panic!("{} has no package name", manifest.display()))
 }
 
 fn build(root: &Path, target_dir: &Path, crates: &[&(String, PathBuf)]) {

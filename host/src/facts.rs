@@ -1,6 +1,6 @@
 //! Facts the host derives once per event and hands to every guardrail, so that no
-//! guardrail re-derives them. Namespaces follow the fact reference (tool, session,
-//! case, platform, env, mandate); a fact the host cannot establish is absent, never
+//! guardrail re-derives them. Each namespace is a top-level key of the document;
+//! so far there is `env`. A fact the host cannot establish is absent, never
 //! defaulted.
 
 use serde_json::{Map, Value, json};

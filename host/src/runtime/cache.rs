@@ -23,7 +23,7 @@ impl ComponentCache {
     pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
         let mut hasher = DigestHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_key = hex(&hasher.0.finalize()[..8]);
+        let engine_key = crate::hex(&hasher.0.finalize()[..8]);
         ComponentCache { dir, engine_key }
     }
 
@@ -120,8 +120,4 @@ impl Hasher for DigestHasher {
     fn write(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

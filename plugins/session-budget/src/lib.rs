@@ -1,8 +1,10 @@
 //! session-budget: counts the file edits an agent makes in one session, reminds it
 //! past `warn_at`, and refuses edits past `limit`.
 //!
-//! The count is reserved at PreToolUse: an edit that is refused (by this guardrail)
-//! does not count, so exactly `limit` edits get through however many race.
+//! The count is reserved at PreToolUse, inside the event's state transaction: an
+//! edit this guardrail refuses does not count, and however many edits race, no
+//! more than `limit` are let through. (An edit a later guardrail refuses has still
+//! used its place; when the state cannot be had the guardrail is skipped.)
 
 use sandrail_guest::{Event, Guardrail, Result, Verdict, state};
 use serde::Deserialize;
