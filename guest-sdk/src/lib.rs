@@ -2,7 +2,7 @@
 //!
 //! A guardrail is a type implementing [`Guardrail`], exported with [`export!`]:
 //!
-//! ```ignore
+//! ```no_run
 //! use sandrail_guest::{Event, Guardrail, Verdict};
 //!
 //! struct NoSudo;
