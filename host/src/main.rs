@@ -8,8 +8,8 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
-use sandrail::config::{Config, Source};
-use sandrail::runtime::Runtime;
+use sandrail::config::Config;
+use sandrail::runtime::{Runtime, read_source};
 use sandrail::store::{Keyspace, StateStore};
 use sandrail::{hook, locations};
 
@@ -119,17 +119,6 @@ fn project_config() -> anyhow::Result<Config> {
     Ok(Config::discover(locations::project_dir(cwd).as_deref())?)
 }
 
-fn source_sha256(source: &Source) -> anyhow::Result<String> {
-    Ok(match source {
-        Source::Builtin(name) => sandrail::builtins::get_with_sha256(name)
-            .map(|(_, sha)| sha.to_owned())
-            .with_context(|| format!("no bundled guardrail '{name}'"))?,
-        Source::File(path) => sandrail::sha256_hex(
-            &std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
-        ),
-    })
-}
-
 fn list(as_json: bool) -> anyhow::Result<ExitCode> {
     let config = project_config()?;
     let mut out = std::io::stdout().lock();
@@ -137,7 +126,7 @@ fn list(as_json: bool) -> anyhow::Result<ExitCode> {
         writeln!(out, "config: {}", config.origin)?;
     }
     for g in &config.guardrails {
-        let sha256 = source_sha256(&g.source)?;
+        let (_, sha256) = read_source(&g.source)?;
         let events: Vec<&str> = g.events.iter().map(|e| e.name()).collect();
         let matcher = g.matcher_text.as_deref().unwrap_or("*");
         if as_json {
@@ -214,22 +203,10 @@ fn state(cmd: StateCommand) -> anyhow::Result<ExitCode> {
             }
         }
         StateCommand::Set { key, value, scope } => {
-            let txn = store.begin()?;
-            let mut keyspace =
-                Keyspace::new(&scope.session, &scope.guardrail, Vec::new()).with_txn(txn);
-            keyspace.set(&key, &value)?;
-            if let Some(txn) = keyspace.finish(true)? {
-                txn.commit()?;
-            }
+            write_keyspace(&store, &scope, |keyspace| keyspace.set(&key, &value))?;
         }
         StateCommand::Delete { key, scope } => {
-            let txn = store.begin()?;
-            let mut keyspace =
-                Keyspace::new(&scope.session, &scope.guardrail, Vec::new()).with_txn(txn);
-            let existed = keyspace.delete(&key)?;
-            if let Some(txn) = keyspace.finish(true)? {
-                txn.commit()?;
-            }
+            let existed = write_keyspace(&store, &scope, |keyspace| keyspace.delete(&key))?;
             if !existed {
                 eprintln!("sandrail: no key '{key}' to delete");
                 return Ok(ExitCode::FAILURE);
@@ -267,4 +244,20 @@ fn state(cmd: StateCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Changes one keyspace in one committed transaction, under the same limits a
+/// guardrail has.
+fn write_keyspace<T>(
+    store: &StateStore,
+    scope: &Scope,
+    change: impl FnOnce(&mut Keyspace) -> Result<T, sandrail::store::KeyspaceError>,
+) -> anyhow::Result<T> {
+    let mut keyspace =
+        Keyspace::new(&scope.session, &scope.guardrail, Vec::new()).with_txn(store.begin()?);
+    let result = change(&mut keyspace)?;
+    if let Some(txn) = keyspace.finish(true)? {
+        txn.commit()?;
+    }
+    Ok(result)
 }

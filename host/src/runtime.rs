@@ -15,6 +15,7 @@ mod cache;
 mod capture;
 mod host;
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -156,24 +157,7 @@ impl Runtime {
 
     /// Loads a guardrail's component, checking its pin, from the cache when it can.
     pub fn load(&self, source: &Source, pin: Option<&str>) -> Result<Loaded, LoadError> {
-        let (bytes, sha256) = match source {
-            Source::Builtin(name) => {
-                let (bytes, sha256) = crate::builtins::get_with_sha256(name)
-                    .ok_or_else(|| LoadError::UnknownBuiltin(name.clone()))?;
-                (std::borrow::Cow::Borrowed(bytes), sha256.to_owned())
-            }
-            Source::File(path) => {
-                let bytes = std::fs::read(path).map_err(|source| match source.kind() {
-                    std::io::ErrorKind::NotFound => LoadError::Missing(path.clone()),
-                    _ => LoadError::Read {
-                        path: path.clone(),
-                        source,
-                    },
-                })?;
-                let sha256 = crate::sha256_hex(&bytes);
-                (std::borrow::Cow::Owned(bytes), sha256)
-            }
-        };
+        let (bytes, sha256) = read_source(source)?;
         if let Some(expected) = pin
             && expected != sha256
         {
@@ -252,6 +236,28 @@ impl Runtime {
             keyspace: state.into_keyspace(),
             stdout: captured(&stdout),
             stderr: captured(&stderr),
+        }
+    }
+}
+
+/// A component's bytes and their sha256: builtins hashed at build time, files now.
+pub fn read_source(source: &Source) -> Result<(Cow<'static, [u8]>, String), LoadError> {
+    match source {
+        Source::Builtin(name) => {
+            let (bytes, sha256) = crate::builtins::get_with_sha256(name)
+                .ok_or_else(|| LoadError::UnknownBuiltin(name.clone()))?;
+            Ok((Cow::Borrowed(bytes), sha256.to_owned()))
+        }
+        Source::File(path) => {
+            let bytes = std::fs::read(path).map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => LoadError::Missing(path.clone()),
+                _ => LoadError::Read {
+                    path: path.clone(),
+                    source,
+                },
+            })?;
+            let sha256 = crate::sha256_hex(&bytes);
+            Ok((Cow::Owned(bytes), sha256))
         }
     }
 }

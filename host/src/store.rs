@@ -304,9 +304,11 @@ pub struct Keyspace {
     session: String,
     guardrail: String,
     requires: Vec<String>,
-    txn: Option<StateTxn>,
-    unavailable: Option<String>,
+    /// The event's transaction, or why there is none.
+    txn: Result<StateTxn, String>,
     staged: BTreeMap<String, Option<String>>,
+    /// How many keys the keyspace held before this guardrail ran, read once.
+    stored_keys: Option<u64>,
     /// Keys added minus keys removed by the staged changes.
     key_delta: i64,
 }
@@ -317,43 +319,39 @@ impl Keyspace {
             session: session.to_owned(),
             guardrail: guardrail.to_owned(),
             requires,
-            txn: None,
-            unavailable: None,
+            txn: Err("no state store for this event".to_owned()),
             staged: BTreeMap::new(),
+            stored_keys: None,
             key_delta: 0,
         }
     }
 
     /// Marks the state as out of reach for this event; every call answers `unavailable`.
     pub fn set_unavailable(&mut self, why: String) {
-        self.unavailable = Some(why);
+        self.txn = Err(why);
     }
 
     /// Hands the event's transaction to this keyspace.
     pub fn with_txn(mut self, txn: StateTxn) -> Self {
-        self.txn = Some(txn);
+        self.txn = Ok(txn);
         self
     }
 
     /// Ends the guardrail's turn: applies its staged writes when `keep` is true,
     /// discards them otherwise, and hands the transaction back.
     pub fn finish(mut self, keep: bool) -> Result<Option<StateTxn>, StoreError> {
-        if let Some(txn) = self.txn.as_mut()
+        if let Ok(txn) = self.txn.as_mut()
             && keep
         {
             txn.apply(&self.session, &self.guardrail, &self.staged)?;
         }
-        Ok(self.txn.take())
+        Ok(self.txn.ok())
     }
 
     fn txn(&self) -> Result<&StateTxn, KeyspaceError> {
-        match (&self.txn, &self.unavailable) {
-            (Some(txn), _) => Ok(txn),
-            (None, Some(why)) => Err(KeyspaceError::Unavailable(why.clone())),
-            (None, None) => Err(KeyspaceError::Unavailable(
-                "no state store for this event".to_owned(),
-            )),
-        }
+        self.txn
+            .as_ref()
+            .map_err(|why| KeyspaceError::Unavailable(why.clone()))
     }
 
     fn storage<T>(r: Result<T, StoreError>) -> Result<T, KeyspaceError> {
@@ -377,9 +375,15 @@ impl Keyspace {
         }
         let existed = self.get(key)?.is_some();
         if !existed {
-            let txn = self.txn()?;
-            let count = Self::storage(txn.key_count(&self.session, &self.guardrail))?;
-            if count as i64 + self.key_delta >= MAX_KEYS as i64 {
+            let stored = match self.stored_keys {
+                Some(stored) => stored,
+                None => {
+                    let txn = self.txn()?;
+                    let stored = Self::storage(txn.key_count(&self.session, &self.guardrail))?;
+                    *self.stored_keys.insert(stored)
+                }
+            };
+            if stored as i64 + self.key_delta >= MAX_KEYS as i64 {
                 return Err(KeyspaceError::KeyspaceFull);
             }
             self.key_delta += 1;
