@@ -1,7 +1,11 @@
 //! The event a guardrail judges, with its JSON parts parsed.
 
+use std::cell::OnceCell;
+use std::collections::BTreeMap;
+
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use crate::bindings::sandrail::guardrail::types as wit;
 
@@ -17,26 +21,31 @@ pub struct Turn {
 }
 
 /// One hook event.
+///
+/// The JSON parts are parsed when first asked for, so a guardrail pays only for
+/// what it reads: a 16 MiB payload it never looks at costs it nothing but the copy.
 #[derive(Debug, Clone)]
 pub struct Event {
     kind: EventKind,
     session_id: String,
     turn: Option<Turn>,
     tool_name: Option<String>,
-    tool_input: Value,
-    payload: Value,
+    raw_tool_input: Option<String>,
+    raw_payload: String,
+    raw_facts: String,
     config: Value,
-    facts: Value,
+    tool_input: OnceCell<Value>,
+    tool_fields: OnceCell<Map<String, Value>>,
+    payload: OnceCell<Value>,
+    facts: OnceCell<Value>,
 }
 
 impl Event {
     pub(crate) fn from_raw(raw: wit::Event) -> serde_json::Result<Self> {
-        let parse = |text: &str| -> serde_json::Result<Value> {
-            if text.is_empty() {
-                Ok(Value::Null)
-            } else {
-                serde_json::from_str(text)
-            }
+        let config = if raw.config.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&raw.config)?
         };
         Ok(Event {
             kind: raw.kind,
@@ -47,13 +56,14 @@ impl Event {
                 id: t.id,
             }),
             tool_name: raw.tool_name,
-            tool_input: match &raw.tool_input {
-                Some(text) => parse(text)?,
-                None => Value::Null,
-            },
-            payload: parse(&raw.payload)?,
-            config: parse(&raw.config)?,
-            facts: parse(&raw.facts)?,
+            raw_tool_input: raw.tool_input,
+            raw_payload: raw.payload,
+            raw_facts: raw.facts,
+            config,
+            tool_input: OnceCell::new(),
+            tool_fields: OnceCell::new(),
+            payload: OnceCell::new(),
+            facts: OnceCell::new(),
         })
     }
 
@@ -69,11 +79,22 @@ impl Event {
             session_id: "test-session".into(),
             turn: None,
             tool_name: tool_name.map(str::to_owned),
-            tool_input,
-            payload: Value::Null,
+            raw_tool_input: (!tool_input.is_null()).then(|| tool_input.to_string()),
+            raw_payload: String::new(),
+            raw_facts: String::new(),
             config,
-            facts: Value::Null,
+            tool_input: OnceCell::new(),
+            tool_fields: OnceCell::new(),
+            payload: OnceCell::new(),
+            facts: OnceCell::new(),
         }
+    }
+
+    /// The same event with this facts document, for a guardrail's native unit tests.
+    pub fn with_facts(mut self, facts: Value) -> Self {
+        self.raw_facts = facts.to_string();
+        self.facts = OnceCell::new();
+        self
     }
 
     pub fn kind(&self) -> EventKind {
@@ -93,19 +114,31 @@ impl Event {
         self.tool_name.as_deref()
     }
 
-    /// The tool input object (`Null` for events without a tool).
+    /// The tool input as JSON text, exactly as the harness sent it.
+    pub fn tool_input_json(&self) -> Option<&str> {
+        self.raw_tool_input.as_deref()
+    }
+
+    /// The tool input object (`Null` for events without a tool, and for an input
+    /// nested too deeply to parse: read fields with [`Event::tool_field`], which
+    /// does not depend on what else the input holds).
     pub fn tool_input(&self) -> &Value {
-        &self.tool_input
+        self.tool_input
+            .get_or_init(|| parse_or_null(self.raw_tool_input.as_deref().unwrap_or("")))
     }
 
     /// The tool input as a typed struct.
     pub fn tool_input_as<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
-        T::deserialize(&self.tool_input)
+        serde_json::from_str(self.raw_tool_input.as_deref().unwrap_or("null"))
     }
 
-    /// A string field of the tool input.
+    /// A string field of the tool input. Only the input's top level is parsed, so
+    /// no other field (however deeply nested) can make this fail.
     pub fn tool_field(&self, field: &str) -> Option<&str> {
-        self.tool_input.get(field).and_then(Value::as_str)
+        self.tool_fields
+            .get_or_init(|| top_level_scalars(self.raw_tool_input.as_deref().unwrap_or("")))
+            .get(field)
+            .and_then(Value::as_str)
     }
 
     /// The shell command of a `Bash` (or `PowerShell`) call.
@@ -119,9 +152,16 @@ impl Event {
             .or_else(|| self.tool_field("notebook_path"))
     }
 
-    /// The hook payload exactly as the harness sent it.
+    /// The hook payload as the harness sent it (`Null` if nested too deeply to parse;
+    /// the text is in [`Event::payload_json`]).
     pub fn payload(&self) -> &Value {
-        &self.payload
+        self.payload
+            .get_or_init(|| parse_or_null(&self.raw_payload))
+    }
+
+    /// The hook payload as JSON text.
+    pub fn payload_json(&self) -> &str {
+        &self.raw_payload
     }
 
     /// This guardrail's `config` table.
@@ -136,13 +176,31 @@ impl Event {
 
     /// The facts the host derived for this event.
     pub fn facts(&self) -> &Value {
-        &self.facts
+        self.facts.get_or_init(|| parse_or_null(&self.raw_facts))
     }
 
     /// One fact by its dotted name, such as `env.cwd`; `None` when absent.
     pub fn fact(&self, name: &str) -> Option<&Value> {
-        name.split('.').try_fold(&self.facts, |v, part| v.get(part))
+        name.split('.')
+            .try_fold(self.facts(), |v, part| v.get(part))
     }
+}
+
+fn parse_or_null(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+/// The strings, numbers and booleans at the top level of a JSON object. Members
+/// are taken as unparsed JSON first, which serde_json skips without recursing.
+fn top_level_scalars(text: &str) -> Map<String, Value> {
+    let Ok(members) = serde_json::from_str::<BTreeMap<String, &RawValue>>(text) else {
+        return Map::new();
+    };
+    members
+        .into_iter()
+        .filter(|(_, raw)| !raw.get().starts_with(['{', '[']))
+        .filter_map(|(key, raw)| Some((key, serde_json::from_str(raw.get()).ok()?)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -190,7 +248,23 @@ mod tests {
     }
 
     #[test]
-    fn bad_json_from_the_host_is_an_error() {
-        assert!(Event::from_raw(raw(Some("{not json"), "{}")).is_err());
+    fn fields_are_read_whatever_else_the_input_holds() {
+        let deep = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
+        let input = format!(r#"{{"command":"git status","extra":{deep}}}"#);
+        let event = Event::from_raw(raw(Some(&input), "{}")).unwrap();
+        assert_eq!(event.command(), Some("git status"));
+        // The whole input is past serde_json's depth limit: Null, not a failure.
+        assert!(event.tool_input().is_null());
+        assert_eq!(event.tool_input_json(), Some(input.as_str()));
+    }
+
+    #[test]
+    fn unparseable_parts_are_null_and_bad_config_an_error() {
+        let event = Event::from_raw(raw(Some("{not json"), "{}")).unwrap();
+        assert!(event.tool_input().is_null());
+        assert_eq!(event.command(), None);
+        let mut bad = raw(None, "{}");
+        bad.config = "{not json".into();
+        assert!(Event::from_raw(bad).is_err());
     }
 }

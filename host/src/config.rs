@@ -23,14 +23,15 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
 const DEFAULT_TIMEOUT_MS: u64 = 100;
 const DEFAULT_MEMORY_MIB: u64 = 64;
 const MAX_NAME_LEN: usize = 64;
+/// The one name no guardrail may have.
+const RESERVED_NAME: &str = "sandrail";
+/// The largest config file read.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot read the config: {0}")]
+    Read(#[from] crate::files::FileError),
     #[error("SANDRAIL_CONFIG names {0}, which does not exist")]
     MissingExplicit(PathBuf),
     #[error("invalid config {origin}: {message}")]
@@ -72,6 +73,7 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawSettings {
     lock_timeout_ms: Option<u64>,
+    on_error: Option<OnError>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -95,6 +97,19 @@ struct RawGuardrail {
 struct RawLimits {
     timeout_ms: Option<u64>,
     memory_mib: Option<u64>,
+    state_mib: Option<u64>,
+}
+
+/// What sandrail does when it fails itself (the payload cannot be read, the state
+/// cannot be saved): let the event proceed, or refuse it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// Fail open: say why on stderr; the event proceeds as decided.
+    #[default]
+    Allow,
+    /// Fail closed: refuse the event, giving the cause.
+    Deny,
 }
 
 /// The validated configuration.
@@ -102,6 +117,7 @@ struct RawLimits {
 pub struct Config {
     pub origin: Origin,
     pub lock_timeout: Duration,
+    pub on_error: OnError,
     pub guardrails: Vec<Guardrail>,
 }
 
@@ -128,6 +144,8 @@ impl std::fmt::Display for Source {
 pub struct Limits {
     pub timeout: Duration,
     pub memory_bytes: usize,
+    /// The byte budget of the guardrail's keyspace in each session.
+    pub state_bytes: u64,
 }
 
 /// Which tools a guardrail wants to see, in Claude Code's matcher syntax.
@@ -215,7 +233,9 @@ impl Config {
         if let Some(dir) = project_dir {
             for ancestor in dir.ancestors() {
                 let candidate = ancestor.join(CONFIG_FILE);
-                if candidate.is_file() {
+                // Anything by that name counts, so that a FIFO or a dangling link
+                // there is reported rather than skipped for a config further up.
+                if candidate.symlink_metadata().is_ok() {
                     return Config::load(&candidate);
                 }
             }
@@ -228,9 +248,13 @@ impl Config {
     }
 
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
+        let bytes = crate::files::read_regular(path, MAX_CONFIG_BYTES)?;
+        let text = String::from_utf8(bytes).map_err(|e| ConfigError::Parse {
+            origin: path.display().to_string(),
+            message: format!(
+                "not valid UTF-8 (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
         })?;
         let base = path.parent().map(Path::to_path_buf);
         Config::parse(&text, Origin::File(path.to_path_buf()), base.as_deref())
@@ -279,6 +303,7 @@ impl Config {
         Ok(Config {
             origin,
             lock_timeout,
+            on_error: raw.settings.on_error.unwrap_or_default(),
             guardrails,
         })
     }
@@ -293,6 +318,11 @@ impl Config {
 }
 
 fn validate_name(name: &str) -> Result<(), String> {
+    if name == RESERVED_NAME {
+        return Err(format!(
+            "the name '{RESERVED_NAME}' is reserved: sandrail signs its own messages with it"
+        ));
+    }
     let valid = !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
@@ -373,6 +403,16 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
     if !(1..=4096).contains(&memory_mib) {
         return Err("limits.memory_mib must be between 1 and 4096".into());
     }
+    let max_state_mib = crate::store::MAX_KEYSPACE_BYTES >> 20;
+    let state_mib = g
+        .limits
+        .state_mib
+        .unwrap_or(crate::store::DEFAULT_KEYSPACE_BYTES >> 20);
+    if !(1..=max_state_mib).contains(&state_mib) {
+        return Err(format!(
+            "limits.state_mib must be between 1 and {max_state_mib}"
+        ));
+    }
     Ok(Guardrail {
         name: g.name,
         source,
@@ -385,6 +425,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         limits: Limits {
             timeout: Duration::from_millis(timeout_ms),
             memory_bytes: (memory_mib as usize) << 20,
+            state_bytes: state_mib << 20,
         },
     })
 }

@@ -13,10 +13,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config::{Config, Guardrail};
+use crate::config::{Config, Guardrail, OnError};
+use crate::guest_text;
 use crate::protocol::{self, Decision, HookInput};
-use crate::runtime::{Captured, Loaded, RunError, Runtime, wit};
-use crate::store::{Keyspace, StateStore, StateTxn};
+use crate::runtime::{self, Loaded, Prepared, RunError, Runtime, wit};
+use crate::store::{Keyspace, SessionStore, StateTxn, StoreError};
 use crate::transcript;
 
 /// The longest message a verdict may carry, in characters (Claude Code's own cap).
@@ -32,66 +33,88 @@ pub struct Dirs {
 }
 
 /// Judges one event. Every problem on the way is written to stderr and costs only
-/// the guardrail it concerns; the answer is whatever the others decided.
+/// the guardrail it concerns; the answer is whatever the others decided. A failure
+/// of sandrail itself (its state cannot be opened or saved, its runtime cannot
+/// start) follows the config's `on_error`.
+///
+/// Nothing costly starts before this process holds the session's state: while
+/// many hooks of one session wait their turn, each has only read its components.
 pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     let mut decision = Decision::default();
     let matching = config.matching(input.kind, input.tool_name.as_deref());
-    if matching.is_empty() {
-        return decision;
-    }
-
-    let runtime = match Runtime::new(dirs.cache.clone()) {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("sandrail: cannot start the WebAssembly runtime: {e:#}");
-            return decision;
-        }
-    };
-    let loaded: Vec<(&Guardrail, Loaded)> = matching
+    let prepared: Vec<(&Guardrail, Prepared)> = matching
         .into_iter()
-        .filter_map(|g| match runtime.load(&g.source, g.sha256.as_deref()) {
-            Ok(loaded) => Some((g, loaded)),
+        .filter_map(|g| match runtime::prepare(&g.source, g.sha256.as_deref()) {
+            Ok(prepared) => Some((g, prepared)),
             Err(e) => {
                 eprintln!("sandrail: guardrail '{}' not run: {e}", g.name);
                 None
             }
         })
         .collect();
-    if loaded.is_empty() {
+    if prepared.is_empty() {
         return decision;
     }
 
-    let base_event = base_event(input);
-    let stateful: Vec<&str> = loaded
+    let stateful: Vec<&str> = prepared
         .iter()
-        .filter(|(_, l)| l.uses_state)
+        .filter(|(_, p)| p.uses_state)
         .map(|(g, _)| g.name.as_str())
         .collect();
     let mut unavailable = String::from("no guardrail of this event imports state");
     let mut txn = None;
     if !stateful.is_empty() {
-        match begin_state(dirs.state.as_deref(), config.lock_timeout) {
+        match begin_state(
+            dirs.state.as_deref(),
+            &input.session_id,
+            config.lock_timeout,
+        ) {
             Ok(begun) => txn = Some(begun),
-            Err(why) => {
+            Err(failure) => {
                 // Without their state these guardrails cannot judge; the others can.
                 eprintln!(
-                    "sandrail: {why}; skipping the guardrails that keep state ({}) for this event",
+                    "sandrail: {failure}; skipping the guardrails that keep state ({}) for this event",
                     stateful.join(", ")
                 );
-                unavailable = why;
+                // Waiting out another process is not a failure; an unusable store is.
+                if !failure.is_lock_timeout() {
+                    host_failure(&mut decision, config, &failure.to_string());
+                }
+                unavailable = failure.to_string();
             }
         }
     }
     let state_lost = txn.is_none();
 
+    let runtime = match Runtime::new(dirs.cache.clone()) {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let why = format!("cannot start the WebAssembly runtime: {e:#}");
+            eprintln!("sandrail: {why}");
+            host_failure(&mut decision, config, &why);
+            return decision;
+        }
+    };
+    let loaded: Vec<(&Guardrail, Loaded)> = prepared
+        .iter()
+        .filter_map(|(g, p)| match runtime.load(p) {
+            Ok(loaded) => Some((*g, loaded)),
+            Err(e) => {
+                eprintln!("sandrail: guardrail '{}' not run: {e}", g.name);
+                None
+            }
+        })
+        .collect();
+
+    let base_event = base_event(input);
     for (guardrail, component) in &loaded {
         if component.uses_state && state_lost {
             continue;
         }
         let mut keyspace = Keyspace::new(
-            &input.session_id,
             &guardrail.name,
             guardrail.requires.clone(),
+            guardrail.limits.state_bytes,
         );
         match txn.take() {
             Some(t) => keyspace = keyspace.with_txn(t),
@@ -107,8 +130,6 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             keyspace,
             guardrail.limits,
         );
-        forward_output(&guardrail.name, "stdout", &outcome.stdout);
-        forward_output(&guardrail.name, "stderr", &outcome.stderr);
         let verdict = outcome
             .result
             .map_err(Failure::Run)
@@ -116,10 +137,12 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         match outcome.keyspace.finish(verdict.is_ok()) {
             Ok(t) => txn = t,
             Err(e) => {
-                eprintln!(
-                    "sandrail: the state of this event could not be saved (at guardrail '{}'): {e}",
+                let why = format!(
+                    "the state of this event could not be saved (at guardrail '{}'): {e}",
                     guardrail.name
                 );
+                eprintln!("sandrail: {why}");
+                host_failure(&mut decision, config, &why);
                 unavailable = format!("the state store failed during this event: {e}");
             }
         }
@@ -141,10 +164,35 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     if let Some(txn) = txn
         && let Err(e) = txn.commit()
     {
-        eprintln!("sandrail: the state of this event could not be saved: {e}");
+        // What the guardrails counted for this event is lost: say so, and let the
+        // failure policy decide whether the event may still proceed.
+        let why = format!("the state of this event could not be saved: {e}");
+        eprintln!(
+            "sandrail: {why}; what the guardrails recorded for this event is lost{}",
+            match config.on_error {
+                OnError::Allow => " (on_error = \"allow\": the event proceeds as decided)",
+                OnError::Deny => " (on_error = \"deny\": the event is refused)",
+            }
+        );
+        host_failure(&mut decision, config, &why);
     }
     decision
 }
+
+/// Under `on_error = "deny"`, refuses the event because sandrail itself failed.
+fn host_failure(decision: &mut Decision, config: &Config, why: &str) {
+    if config.on_error == OnError::Deny {
+        decision.refusals.push(guest_text::attributed(
+            HOST_AUTHOR,
+            &format!(
+                "Refused because sandrail failed ({why}) and its config says on_error = \"deny\". Ask the user to look at sandrail's stderr."
+            ),
+        ));
+    }
+}
+
+/// How sandrail signs what it says itself; no guardrail may take the name.
+pub const HOST_AUTHOR: &str = "[sandrail]";
 
 #[derive(Debug, thiserror::Error)]
 enum Failure {
@@ -154,12 +202,36 @@ enum Failure {
     Malformed(String),
 }
 
-/// Opens the store and begins the event's transaction, or says why it cannot.
-fn begin_state(dir: Option<&Path>, lock_timeout: Duration) -> Result<StateTxn, String> {
-    let dir = dir.ok_or("no state directory (set SANDRAIL_STATE_DIR or HOME)")?;
-    StateStore::open(dir, lock_timeout)
-        .and_then(|store| store.begin())
-        .map_err(|e| e.to_string())
+/// Why this event has no state.
+#[derive(Debug, thiserror::Error)]
+enum NoState {
+    #[error("no state directory (set SANDRAIL_STATE_DIR or HOME)")]
+    NoDirectory,
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+impl NoState {
+    fn is_lock_timeout(&self) -> bool {
+        matches!(self, NoState::Store(StoreError::LockTimeout(_)))
+    }
+}
+
+/// Takes the session's state and begins the event's transaction.
+fn begin_state(
+    dir: Option<&Path>,
+    session: &str,
+    lock_timeout: Duration,
+) -> Result<StateTxn, NoState> {
+    let dir = dir.ok_or(NoState::NoDirectory)?;
+    let store = SessionStore::open(dir, session, lock_timeout)?;
+    if crate::debug_logging() {
+        eprintln!(
+            "sandrail: waited {:.1} ms for this session's state",
+            store.lock_waited().as_secs_f64() * 1000.0
+        );
+    }
+    Ok(store.begin()?)
 }
 
 /// The parts of the event every guardrail shares.
@@ -182,7 +254,7 @@ fn base_event(input: &HookInput) -> wit::Event {
             uuid: t.uuid,
         }),
         tool_name: input.tool_name.clone(),
-        tool_input: input.tool_input.as_ref().map(|v| v.to_string()),
+        tool_input: input.tool_input.clone(),
         payload: input.raw.clone(),
         config: String::new(),
         facts: crate::facts::derive(input).to_string(),
@@ -228,32 +300,23 @@ fn record(decision: &mut Decision, guardrail: &str, verdict: wit::Verdict) -> bo
     match verdict {
         wit::Verdict::Pass => false,
         wit::Verdict::Note(text) => {
-            decision.notes.push(format!("[{guardrail}] {text}"));
+            let author = format!("[{guardrail}]");
+            decision.notes.push(guest_text::attributed(&author, &text));
             false
         }
         wit::Verdict::Deny(reason) => {
-            decision.refusals.push(format!("[{guardrail}] {reason}"));
+            let author = format!("[{guardrail}]");
+            decision
+                .refusals
+                .push(guest_text::attributed(&author, &reason));
             true
         }
         wit::Verdict::Violation(v) => {
+            let author = format!("[{guardrail}/{}]", v.rule);
             decision
                 .refusals
-                .push(format!("[{guardrail}/{}] {}", v.rule, v.message));
+                .push(guest_text::attributed(&author, &v.message));
             true
         }
-    }
-}
-
-/// Forwards what a guardrail printed to its stdout or stderr, line by line.
-fn forward_output(guardrail: &str, stream: &str, captured: &Captured) {
-    for line in String::from_utf8_lossy(&captured.bytes).lines() {
-        eprintln!("sandrail: [{guardrail}] {stream}: {line}");
-    }
-    if captured.dropped > 0 {
-        eprintln!(
-            "sandrail: [{guardrail}] {stream}: {} more bytes dropped (the first {} KiB of each event are kept)",
-            captured.dropped,
-            crate::runtime::CAPTURE_BYTES / 1024
-        );
     }
 }

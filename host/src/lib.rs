@@ -8,7 +8,10 @@
 //! - [`event`]: the event kinds sandrail judges
 //! - [`config`]: `sandrail.toml` and the embedded default
 //! - [`facts`]: what the host derives about an event for every guardrail
+//! - [`shell`]: what a shell command line runs, for the facts
 //! - [`transcript`]: reading the transcript, for the current turn
+//! - [`files`]: reading files named from outside, safely
+//! - [`guest_text`]: a guardrail's text made safe to show
 //! - [`store`]: guardrail state in redb
 //! - [`runtime`]: wasmtime, the component cache and the sandbox
 //! - [`evaluate`]: running the guardrails and combining their verdicts
@@ -19,10 +22,13 @@ pub mod config;
 pub mod evaluate;
 pub mod event;
 pub mod facts;
+pub mod files;
+pub mod guest_text;
 pub mod hook;
 pub mod locations;
 pub mod protocol;
 pub mod runtime;
+pub mod shell;
 pub mod store;
 pub mod transcript;
 

@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
 use sandrail::config::Config;
-use sandrail::runtime::{Runtime, read_source};
-use sandrail::store::{Keyspace, StateStore};
+use sandrail::runtime::{Runtime, prepare, read_source};
+use sandrail::store::{Keyspace, KeyspaceError, SessionStore};
 use sandrail::{hook, locations};
 
 #[derive(Parser)]
@@ -88,12 +88,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Hook => {
-            if let Some(answer) = hook::run(std::io::stdin().lock()) {
+            let outcome = hook::run(std::io::stdin().lock());
+            if let Some(answer) = outcome.answer {
                 let mut stdout = std::io::stdout().lock();
                 // One write of a complete answer; a closed pipe loses nothing we could save.
                 let _ = writeln!(stdout, "{answer}").and_then(|()| stdout.flush());
             }
-            ExitCode::SUCCESS
+            if outcome.block {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         command => match run(command) {
             Ok(code) => code,
@@ -119,11 +124,25 @@ fn project_config() -> anyhow::Result<Config> {
     Ok(Config::discover(locations::project_dir(cwd).as_deref())?)
 }
 
+/// Zero guardrails in force is never said quietly.
+fn warn_if_empty(config: &Config) {
+    if config.guardrails.is_empty() {
+        eprintln!(
+            "sandrail: WARNING: {} configures no guardrails: no event is judged. Add [[guardrail]] entries, or remove the file to use the embedded default.",
+            config.origin
+        );
+    }
+}
+
 fn list(as_json: bool) -> anyhow::Result<ExitCode> {
     let config = project_config()?;
+    warn_if_empty(&config);
     let mut out = std::io::stdout().lock();
     if !as_json {
         writeln!(out, "config: {}", config.origin)?;
+        if config.guardrails.is_empty() {
+            writeln!(out, "\nNO GUARDRAILS: nothing is judged")?;
+        }
     }
     for g in &config.guardrails {
         let (_, sha256) = read_source(&g.source)?;
@@ -157,11 +176,18 @@ fn list(as_json: bool) -> anyhow::Result<ExitCode> {
 
 fn check_config() -> anyhow::Result<ExitCode> {
     let config = project_config()?;
+    if config.guardrails.is_empty() {
+        bail!(
+            "{} configures no guardrails: no event would be judged. Add [[guardrail]] entries, or remove the file to use the embedded default.",
+            config.origin
+        );
+    }
     let runtime = Runtime::new(locations::cache_dir())
         .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly runtime: {e:#}"))?;
     let mut failed = 0;
     for g in &config.guardrails {
-        match runtime.load(&g.source, g.sha256.as_deref()) {
+        let loaded = prepare(&g.source, g.sha256.as_deref()).and_then(|p| runtime.load(&p));
+        match loaded {
             Ok(loaded) => println!("ok     {} ({}, sha256 {})", g.name, g.source, loaded.sha256),
             Err(e) => {
                 failed += 1;
@@ -184,14 +210,18 @@ fn check_config() -> anyhow::Result<ExitCode> {
 fn state(cmd: StateCommand) -> anyhow::Result<ExitCode> {
     let dir: PathBuf =
         locations::state_dir().context("no state directory: set SANDRAIL_STATE_DIR (or HOME)")?;
-    let lock_timeout = project_config()
-        .map(|c| c.lock_timeout)
-        .unwrap_or(sandrail::config::DEFAULT_LOCK_TIMEOUT);
-    let store = StateStore::open(&dir, lock_timeout)?;
+    let config = project_config();
+    let lock_timeout = config
+        .as_ref()
+        .map_or(sandrail::config::DEFAULT_LOCK_TIMEOUT, |c| c.lock_timeout);
     let mut out = std::io::stdout().lock();
     match cmd {
         StateCommand::Get { key, scope } => {
-            match store.read()?.get(&scope.session, &scope.guardrail, &key)? {
+            let value = match SessionStore::open_existing(&dir, &scope.session, lock_timeout)? {
+                Some(store) => store.read()?.get(&scope.guardrail, &key)?,
+                None => None,
+            };
+            match value {
                 Some(value) => writeln!(out, "{value}")?,
                 None => {
                     eprintln!(
@@ -203,10 +233,16 @@ fn state(cmd: StateCommand) -> anyhow::Result<ExitCode> {
             }
         }
         StateCommand::Set { key, value, scope } => {
-            write_keyspace(&store, &scope, |keyspace| keyspace.set(&key, &value))?;
+            let budget = keyspace_budget(config.as_ref().ok(), &scope.guardrail);
+            write_keyspace(&dir, lock_timeout, &scope, budget, |keyspace| {
+                keyspace.set(&key, &value)
+            })?;
         }
         StateCommand::Delete { key, scope } => {
-            let existed = write_keyspace(&store, &scope, |keyspace| keyspace.delete(&key))?;
+            let budget = keyspace_budget(config.as_ref().ok(), &scope.guardrail);
+            let existed = write_keyspace(&dir, lock_timeout, &scope, budget, |keyspace| {
+                keyspace.delete(&key)
+            })?;
             if !existed {
                 eprintln!("sandrail: no key '{key}' to delete");
                 return Ok(ExitCode::FAILURE);
@@ -219,7 +255,7 @@ fn state(cmd: StateCommand) -> anyhow::Result<ExitCode> {
         } => {
             if let Some(owner) = &owner {
                 // Show exactly what the guardrail itself could read.
-                let config = project_config()?;
+                let config = config?;
                 let allowed = config
                     .guardrails
                     .iter()
@@ -234,27 +270,38 @@ fn state(cmd: StateCommand) -> anyhow::Result<ExitCode> {
                 }
             }
             let whose = owner.as_deref().unwrap_or(&scope.guardrail);
-            let entries =
-                store
-                    .read()?
-                    .list(&scope.session, whose, prefix.as_deref().unwrap_or(""))?;
-            for entry in entries {
-                writeln!(out, "{}", serde_json::to_string(&entry)?)?;
+            if let Some(store) = SessionStore::open_existing(&dir, &scope.session, lock_timeout)? {
+                let entries = store.read()?.list(whose, prefix.as_deref().unwrap_or(""))?;
+                for entry in entries {
+                    writeln!(out, "{}", serde_json::to_string(&entry)?)?;
+                }
             }
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// The byte budget the config gives `guardrail`'s keyspace (the default if it is
+/// not configured), so the command line is held to what the guardrail is.
+fn keyspace_budget(config: Option<&Config>, guardrail: &str) -> u64 {
+    config
+        .and_then(|c| c.guardrails.iter().find(|g| g.name == guardrail))
+        .map_or(sandrail::store::DEFAULT_KEYSPACE_BYTES, |g| {
+            g.limits.state_bytes
+        })
+}
+
 /// Changes one keyspace in one committed transaction, under the same limits a
 /// guardrail has.
 fn write_keyspace<T>(
-    store: &StateStore,
+    dir: &std::path::Path,
+    lock_timeout: std::time::Duration,
     scope: &Scope,
-    change: impl FnOnce(&mut Keyspace) -> Result<T, sandrail::store::KeyspaceError>,
+    budget: u64,
+    change: impl FnOnce(&mut Keyspace) -> Result<T, KeyspaceError>,
 ) -> anyhow::Result<T> {
-    let mut keyspace =
-        Keyspace::new(&scope.session, &scope.guardrail, Vec::new()).with_txn(store.begin()?);
+    let store = SessionStore::open(dir, &scope.session, lock_timeout)?;
+    let mut keyspace = Keyspace::new(&scope.guardrail, Vec::new(), budget).with_txn(store.begin()?);
     let result = change(&mut keyspace)?;
     if let Some(txn) = keyspace.finish(true)? {
         txn.commit()?;

@@ -3,8 +3,11 @@
 //! Everything harness-specific lives here, so that the rest of the host works on
 //! [`HookInput`] and [`Decision`] alone.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::io::Read;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::event::EventKind;
@@ -22,8 +25,6 @@ pub enum PayloadError {
     Empty,
     #[error("the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes")]
     TooLarge,
-    #[error("the hook payload is not valid UTF-8 (invalid byte at offset {0})")]
-    NotUtf8(usize),
     #[error("the hook payload is not valid JSON: {0}")]
     NotJson(serde_json::Error),
     #[error("the hook payload is not a JSON object")]
@@ -57,6 +58,11 @@ const KNOWN_UNJUDGED: &[&str] = &[
 ];
 
 /// One parsed hook payload.
+///
+/// The payload is read leniently, because parts of it are written by the agent
+/// (the tool input): bytes that are not UTF-8 and escapes of lone surrogates are
+/// replaced by U+FFFD, and only the top-level fields (and the tool input's) are
+/// parsed, so no nesting depth anywhere else can stop the event from being judged.
 #[derive(Debug, Clone)]
 pub struct HookInput {
     pub kind: EventKind,
@@ -64,12 +70,16 @@ pub struct HookInput {
     pub cwd: Option<String>,
     pub transcript_path: Option<String>,
     pub tool_name: Option<String>,
-    /// The tool input object, when the event has one.
-    pub tool_input: Option<Value>,
-    /// The payload as parsed.
-    pub payload: Value,
-    /// The payload text as received.
+    /// The tool input as JSON text, when the event has one.
+    pub tool_input: Option<String>,
+    /// The tool input's top-level scalar fields (strings, numbers, booleans).
+    pub tool_fields: Map<String, Value>,
+    /// The payload's top-level scalar fields.
+    pub fields: Map<String, Value>,
+    /// The payload text, repaired as above: valid UTF-8 and valid JSON escapes.
     pub raw: String,
+    /// What had to be repaired to read the payload, one sentence each.
+    pub repairs: Vec<String>,
 }
 
 impl HookInput {
@@ -82,48 +92,148 @@ impl HookInput {
         if bytes.len() > MAX_PAYLOAD_BYTES {
             return Err(PayloadError::TooLarge);
         }
-        let raw = String::from_utf8(bytes)
-            .map_err(|e| PayloadError::NotUtf8(e.utf8_error().valid_up_to()))?;
-        HookInput::parse(raw)
+        let mut repairs = Vec::new();
+        let raw = match String::from_utf8(bytes) {
+            Ok(raw) => raw,
+            Err(e) => {
+                repairs.push(format!(
+                    "the hook payload is not valid UTF-8 (first invalid byte at offset {}); invalid bytes were read as U+FFFD",
+                    e.utf8_error().valid_up_to()
+                ));
+                String::from_utf8_lossy(e.as_bytes()).into_owned()
+            }
+        };
+        let mut input = HookInput::parse(raw)?;
+        repairs.append(&mut input.repairs);
+        input.repairs = repairs;
+        Ok(input)
     }
 
     pub fn parse(raw: String) -> Result<HookInput, PayloadError> {
         if raw.trim().is_empty() {
             return Err(PayloadError::Empty);
         }
-        // serde_json refuses nesting deeper than 128 levels, which bounds the stack.
-        let payload: Value = serde_json::from_str(&raw).map_err(PayloadError::NotJson)?;
-        let object = payload.as_object().ok_or(PayloadError::NotObject)?;
-        let name = object
-            .get("hook_event_name")
-            .and_then(Value::as_str)
-            .ok_or(PayloadError::MissingEventName)?;
-        let kind = EventKind::from_name(name)
-            .ok_or_else(|| PayloadError::UnknownEvent(name.to_owned()))?;
-        let session_id = object
-            .get("session_id")
-            .and_then(Value::as_str)
+        let mut repairs = Vec::new();
+        let raw = match replace_lone_surrogates(&raw) {
+            Cow::Borrowed(_) => raw,
+            Cow::Owned(repaired) => {
+                repairs.push(
+                    "the hook payload escapes lone UTF-16 surrogates; they were read as U+FFFD"
+                        .to_owned(),
+                );
+                repaired
+            }
+        };
+        let top = top_level(&raw).map_err(|e| {
+            if e.is_syntax() || e.is_eof() {
+                PayloadError::NotJson(e)
+            } else {
+                PayloadError::NotObject
+            }
+        })?;
+        let fields = scalars(&top);
+        let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);
+        let name = text("hook_event_name").ok_or(PayloadError::MissingEventName)?;
+        let kind =
+            EventKind::from_name(&name).ok_or_else(|| PayloadError::UnknownEvent(name.clone()))?;
+        let session_id = text("session_id")
             .filter(|s| !s.is_empty())
-            .ok_or(PayloadError::MissingSessionId)?
-            .to_owned();
-        let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_owned);
-        let cwd = text("cwd");
-        let transcript_path = text("transcript_path");
-        let (tool_name, tool_input) = if kind.is_tool_event() {
-            (text("tool_name"), object.get("tool_input").cloned())
+            .ok_or(PayloadError::MissingSessionId)?;
+        let (tool_name, tool_input, tool_fields) = if kind.is_tool_event() {
+            let tool_input = top.get("tool_input").copied();
+            let tool_fields = tool_input
+                .and_then(|raw| top_level(raw.get()).ok())
+                .map(|fields| scalars(&fields))
+                .unwrap_or_default();
+            (
+                text("tool_name"),
+                tool_input.map(|raw| raw.get().to_owned()),
+                tool_fields,
+            )
         } else {
-            (None, None)
+            (None, None, Map::new())
         };
         Ok(HookInput {
             kind,
             session_id,
-            cwd,
-            transcript_path,
+            cwd: text("cwd"),
+            transcript_path: text("transcript_path"),
             tool_name,
             tool_input,
-            payload,
+            tool_fields,
+            fields,
             raw,
+            repairs,
         })
+    }
+
+    /// A string field of the tool input.
+    pub fn tool_field(&self, name: &str) -> Option<&str> {
+        self.tool_fields.get(name).and_then(Value::as_str)
+    }
+}
+
+/// An object's members as unparsed JSON. serde_json skips a raw value without
+/// recursing, so nesting inside the members costs no stack and has no depth limit;
+/// of duplicated keys, the last one counts.
+fn top_level(text: &str) -> serde_json::Result<BTreeMap<String, &RawValue>> {
+    serde_json::from_str(text)
+}
+
+/// The members of an object whose values are strings, numbers or booleans.
+fn scalars(members: &BTreeMap<String, &RawValue>) -> Map<String, Value> {
+    members
+        .iter()
+        .filter(|(_, raw)| !raw.get().starts_with(['{', '[']))
+        .filter_map(|(key, raw)| {
+            let value: Value = serde_json::from_str(raw.get()).ok()?;
+            (!value.is_null()).then(|| (key.clone(), value))
+        })
+        .collect()
+}
+
+/// Replaces `\u` escapes of unpaired UTF-16 surrogates, which serde_json refuses,
+/// with `\ufffd`. A backslash can only stand inside a string in valid JSON, so
+/// escapes are found without tracking where strings begin and end.
+fn replace_lone_surrogates(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let unit_at = |i: usize| -> Option<u16> {
+        let hex = bytes.get(i..i + 6)?;
+        if hex[0] != b'\\' || hex[1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let is_high = |u: u16| (0xD800..0xDC00).contains(&u);
+    let is_low = |u: u16| (0xDC00..0xE000).contains(&u);
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(offset) = memchr::memchr(b'\\', &bytes[i..]) {
+        i += offset;
+        let Some(unit) = unit_at(i) else {
+            i += 2;
+            continue;
+        };
+        let paired = is_high(unit) && unit_at(i + 6).is_some_and(is_low);
+        if paired {
+            i += 12;
+        } else if is_high(unit) || is_low(unit) {
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            out.push_str(&text[copied..i]);
+            out.push_str("\\ufffd");
+            i += 6;
+            copied = i;
+        } else {
+            i += 6;
+        }
+    }
+    match out {
+        Some(mut out) => {
+            out.push_str(&text[copied..]);
+            Cow::Owned(out)
+        }
+        None => Cow::Borrowed(text),
     }
 }
 
@@ -258,6 +368,30 @@ mod tests {
             out["hookSpecificOutput"]["permissionDecisionReason"],
             "[g] no"
         );
+    }
+
+    #[test]
+    fn lone_surrogates_are_replaced_and_pairs_kept() {
+        let text = r#"{"a":"\ud800 x \udc00 \\ud800 \ud83d\ude00 \u0041"}"#;
+        let repaired = replace_lone_surrogates(text);
+        assert_eq!(
+            repaired,
+            r#"{"a":"\ufffd x \ufffd \\ud800 \ud83d\ude00 \u0041"}"#
+        );
+        let value: Value = serde_json::from_str(&repaired).unwrap();
+        assert_eq!(value["a"], "\u{fffd} x \u{fffd} \\ud800 \u{1f600} A");
+        assert!(matches!(replace_lone_surrogates("{}"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn deep_nesting_outside_the_top_level_is_skipped() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let raw = format!(
+            r#"{{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"Bash","extra":{deep},"tool_input":{{"command":"ls","x":{deep}}}}}"#
+        );
+        let input = HookInput::parse(raw).unwrap();
+        assert_eq!(input.tool_field("command"), Some("ls"));
+        assert!(!input.fields.contains_key("extra"));
     }
 
     #[test]

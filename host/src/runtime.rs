@@ -14,10 +14,11 @@
 mod cache;
 mod capture;
 mod host;
+mod output;
 
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use wasmtime::component::{HasSelf, Linker};
@@ -63,6 +64,9 @@ impl From<crate::event::EventKind> for wit::EventKind {
 /// The name a component imports the state interface under (any version).
 const STATE_INTERFACE: &str = "sandrail:guardrail/state@";
 
+/// The largest component file loaded.
+pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+
 /// How often the epoch ticks; deadlines are counted in these.
 const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// How much of a guardrail's stdout, and of its stderr, is kept per event.
@@ -74,11 +78,8 @@ pub enum LoadError {
         "{0} does not exist; give the path of a .wasm component (relative paths start at the config's directory) or builtin:<name>"
     )]
     Missing(PathBuf),
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("{0}")]
+    Read(crate::files::FileError),
     #[error("no bundled guardrail is called '{0}'")]
     UnknownBuiltin(String),
     #[error("sha256 mismatch: the config pins {expected} but the component is {actual}")]
@@ -102,11 +103,19 @@ pub enum RunError {
     Trap(String),
 }
 
-/// A component ready to instantiate.
-pub struct Loaded {
+/// A component read and checked against its pin, not yet compiled: enough to know
+/// what it needs before anything costly starts.
+pub struct Prepared {
+    bytes: Cow<'static, [u8]>,
     pub sha256: String,
     /// Whether the component imports `state` at all. One that does not never needs
     /// the database, so an event whose guardrails are all stateless never opens it.
+    pub uses_state: bool,
+}
+
+/// A component ready to instantiate.
+pub struct Loaded {
+    pub sha256: String,
     pub uses_state: bool,
     pre: wit::GuardrailPre<HostState>,
 }
@@ -116,19 +125,11 @@ pub struct RunOutcome {
     pub result: Result<wit::Verdict, RunError>,
     /// The keyspace, handed back so the caller decides whether its writes stand.
     pub keyspace: Keyspace,
-    pub stdout: Captured,
-    pub stderr: Captured,
-}
-
-/// What a guardrail wrote to one of its output streams.
-pub struct Captured {
-    pub bytes: Vec<u8>,
-    /// Bytes written past the capture bound, not kept.
-    pub dropped: usize,
 }
 
 pub struct Runtime {
     engine: Engine,
+    ticker: &'static Ticker,
     linker: Linker<HostState>,
     cache: cache::ComponentCache,
     executor: tokio::runtime::Runtime,
@@ -139,6 +140,7 @@ impl Runtime {
     /// components; `None` compiles every time.
     pub fn new(cache_dir: Option<PathBuf>) -> wasmtime::Result<Runtime> {
         let engine = shared_engine()?;
+        let ticker = ticker(&engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wit::Guardrail::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
@@ -149,36 +151,26 @@ impl Runtime {
             .map_err(|e| wasmtime::format_err!("cannot start the executor: {e}"))?;
         Ok(Runtime {
             engine,
+            ticker,
             linker,
             cache,
             executor,
         })
     }
 
-    /// Loads a guardrail's component, checking its pin, from the cache when it can.
-    pub fn load(&self, source: &Source, pin: Option<&str>) -> Result<Loaded, LoadError> {
-        let (bytes, sha256) = read_source(source)?;
-        if let Some(expected) = pin
-            && expected != sha256
-        {
-            return Err(LoadError::PinMismatch {
-                expected: expected.to_owned(),
-                actual: sha256,
-            });
-        }
-        let component = self.cache.get_or_compile(&self.engine, &bytes, &sha256)?;
-        let uses_state = component
-            .component_type()
-            .imports(&self.engine)
-            .any(|(name, _)| name.starts_with(STATE_INTERFACE));
+    /// Compiles a prepared component (or loads it from the cache) and links it.
+    pub fn load(&self, prepared: &Prepared) -> Result<Loaded, LoadError> {
+        let component =
+            self.cache
+                .get_or_compile(&self.engine, &prepared.bytes, &prepared.sha256)?;
         let instance_pre = self
             .linker
             .instantiate_pre(&component)
             .map_err(LoadError::Link)?;
         let pre = wit::GuardrailPre::new(instance_pre).map_err(LoadError::Link)?;
         Ok(Loaded {
-            sha256,
-            uses_state,
+            sha256: prepared.sha256.clone(),
+            uses_state: prepared.uses_state,
             pre,
         })
     }
@@ -203,6 +195,8 @@ impl Runtime {
             .build();
         let state = HostState::new(name, keyspace, wasi, limits.memory_bytes);
         let mut store = Store::new(&self.engine, state);
+        // The epoch advances only while some guardrail runs.
+        let _ticking = self.ticker.hold();
         store.limiter(|s| s);
         store.set_epoch_deadline(ticks(limits.timeout));
         store.epoch_deadline_trap();
@@ -226,18 +220,63 @@ impl Runtime {
             Ok(Err(failed)) => Err(failed.classify(&store, limits)),
             Err(_elapsed) => Err(RunError::Timeout(limits.timeout)),
         };
-        let state = store.into_data();
-        let captured = |c: &Capture| {
-            let (bytes, dropped) = c.contents();
-            Captured { bytes, dropped }
-        };
-        RunOutcome {
-            result,
-            keyspace: state.into_keyspace(),
-            stdout: captured(&stdout),
-            stderr: captured(&stderr),
+        let (keyspace, mut output) = store.into_data().into_parts();
+        let mut dropped = 0;
+        for (label, capture) in [("stdout", &stdout), ("stderr", &stderr)] {
+            let (bytes, past_capture) = capture.contents();
+            if !bytes.is_empty() {
+                output.print(label, &String::from_utf8_lossy(&bytes));
+            }
+            dropped += past_capture;
+        }
+        output.finish(dropped);
+        RunOutcome { result, keyspace }
+    }
+}
+
+/// Reads a guardrail's component, checks its pin and finds out whether it keeps
+/// state — without an engine, so a process that must first wait for the state has
+/// started nothing else.
+pub fn prepare(source: &Source, pin: Option<&str>) -> Result<Prepared, LoadError> {
+    let (bytes, sha256) = read_source(source)?;
+    if let Some(expected) = pin
+        && expected != sha256
+    {
+        return Err(LoadError::PinMismatch {
+            expected: expected.to_owned(),
+            actual: sha256,
+        });
+    }
+    let uses_state = imports_state(&bytes)
+        .map_err(|e| LoadError::Compile(wasmtime::format_err!("cannot read its imports: {e}")))?;
+    Ok(Prepared {
+        bytes,
+        sha256,
+        uses_state,
+    })
+}
+
+/// Whether a component imports the `state` interface (any version). Only the
+/// outer component's own imports count; nested modules and components are skipped.
+fn imports_state(bytes: &[u8]) -> Result<bool, wasmparser::BinaryReaderError> {
+    use wasmparser::{Parser, Payload};
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload? {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) if depth == 0 => break,
+            Payload::End(_) => depth -= 1,
+            Payload::ComponentImportSection(imports) if depth == 0 => {
+                for import in imports {
+                    if import?.name.name.starts_with(STATE_INTERFACE) {
+                        return Ok(true);
+                    }
+                }
+            }
+            _ => {}
         }
     }
+    Ok(false)
 }
 
 /// A component's bytes and their sha256: builtins hashed at build time, files now.
@@ -249,13 +288,11 @@ pub fn read_source(source: &Source) -> Result<(Cow<'static, [u8]>, String), Load
             Ok((Cow::Borrowed(bytes), sha256.to_owned()))
         }
         Source::File(path) => {
-            let bytes = std::fs::read(path).map_err(|source| match source.kind() {
-                std::io::ErrorKind::NotFound => LoadError::Missing(path.clone()),
-                _ => LoadError::Read {
-                    path: path.clone(),
-                    source,
-                },
-            })?;
+            let bytes =
+                crate::files::read_regular(path, MAX_COMPONENT_BYTES).map_err(|e| match e {
+                    crate::files::FileError::Missing { .. } => LoadError::Missing(path.clone()),
+                    other => LoadError::Read(other),
+                })?;
             let sha256 = crate::sha256_hex(&bytes);
             Ok((Cow::Owned(bytes), sha256))
         }
@@ -294,29 +331,77 @@ fn ticks(timeout: Duration) -> u64 {
     (timeout.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64
 }
 
-/// The process's one engine, created on first use with its epoch ticker.
+/// The process's one engine, created on first use.
 fn shared_engine() -> wasmtime::Result<Engine> {
     static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
     let engine = ENGINE.get_or_init(|| {
         let mut config = Config::new();
         config.epoch_interruption(true);
-        let engine = Engine::new(&config).map_err(|e| format!("{e:#}"))?;
-        start_epoch_ticker(&engine).map_err(|e| format!("cannot start the deadline timer: {e}"))?;
-        Ok(engine)
+        Engine::new(&config).map_err(|e| format!("{e:#}"))
     });
     engine.clone().map_err(wasmtime::Error::msg)
 }
 
-/// Starts the thread that advances the engine's epoch for as long as the process runs.
-fn start_epoch_ticker(engine: &Engine) -> std::io::Result<()> {
-    let engine = engine.clone();
-    std::thread::Builder::new()
-        .name("sandrail-epoch".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(EPOCH_TICK);
-                engine.increment_epoch();
+/// Advances the engine's epoch every [`EPOCH_TICK`] while at least one guardrail
+/// runs, and sleeps otherwise: a process waiting for the state, or done with its
+/// guardrails, costs no wakeups.
+struct Ticker {
+    running: Mutex<usize>,
+    wake: Condvar,
+}
+
+/// One guardrail run's claim on the ticker.
+struct Ticking(&'static Ticker);
+
+impl Ticker {
+    fn hold(&'static self) -> Ticking {
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.wake.notify_one();
+        Ticking(self)
+    }
+
+    fn tick_while_running(&self, engine: &Engine) {
+        loop {
+            {
+                let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+                while *running == 0 {
+                    running = self
+                        .wake
+                        .wait(running)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
             }
-        })
-        .map(drop)
+            std::thread::sleep(EPOCH_TICK);
+            engine.increment_epoch();
+        }
+    }
+}
+
+impl Drop for Ticking {
+    fn drop(&mut self) {
+        let mut running = self
+            .0
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *running = running.saturating_sub(1);
+    }
+}
+
+/// The process's ticker, started with its first runtime: no guest runs without it.
+fn ticker(engine: &Engine) -> wasmtime::Result<&'static Ticker> {
+    static TICKER: OnceLock<Result<&'static Ticker, String>> = OnceLock::new();
+    let ticker = TICKER.get_or_init(|| {
+        let ticker: &'static Ticker = Box::leak(Box::new(Ticker {
+            running: Mutex::new(0),
+            wake: Condvar::new(),
+        }));
+        let engine = engine.clone();
+        std::thread::Builder::new()
+            .name("sandrail-epoch".into())
+            .spawn(move || ticker.tick_while_running(&engine))
+            .map(|_| ticker)
+            .map_err(|e| format!("cannot start the deadline timer: {e}"))
+    });
+    ticker.clone().map_err(wasmtime::Error::msg)
 }

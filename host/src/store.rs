@@ -1,29 +1,41 @@
-//! The state store: guardrail keyspaces persisted in redb.
+//! The state store: guardrail keyspaces persisted in redb, one database per session.
 //!
-//! redb lets one process hold a database at a time, so every process that touches
-//! the state (each hook, each `sandrail state` command) opens it for as short a time
-//! as it can and, finding it held, retries until the lock timeout. All of an event's writes
-//! go into one write transaction that is committed once at the end, so a crash never
-//! leaves half an event behind. Each guardrail's writes are staged in a
-//! [`Keyspace`] first and only applied to the transaction when that guardrail finished
-//! cleanly: a guardrail that traps halfway leaves nothing behind either.
+//! State is session-scoped, so each session has its own database file under
+//! `<state dir>/sessions/`: hooks of different sessions never contend, and
+//! forgetting a session is deleting its files. Within a session, one process at a
+//! time holds the state: it takes the session's [`SessionLock`] (a blocking OS file
+//! lock, so waiters sleep in the kernel's queue rather than poll), opens the
+//! database, and keeps both only while the event's guardrails run and commit.
+//!
+//! All of an event's writes go into one write transaction committed once at the end,
+//! so a crash never leaves half an event behind. Each guardrail's writes are staged
+//! in a [`Keyspace`] first and only applied to the transaction when that guardrail
+//! finished cleanly: a guardrail that traps halfway leaves nothing behind either.
+//! Every keyspace has a key limit and a byte budget per session, and a listing is
+//! bounded, so no guardrail can fill the disk or make the host hold more than a few
+//! MiB on its behalf.
+
+mod lock;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redb::{
-    Database, DatabaseError, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
-    WriteTransaction,
+    Database, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 
-/// (session, guardrail, key): sessions first, so one session's state is one range.
-type EntryKey = (&'static str, &'static str, &'static str);
-/// (session, guardrail, key) → value.
+pub use lock::SessionLock;
+
+/// (guardrail, key) → value, within one session's database.
+type EntryKey = (&'static str, &'static str);
 const ENTRIES: TableDefinition<EntryKey, &str> = TableDefinition::new("entries");
-/// (session, guardrail) → how many keys that keyspace holds, so the key limit is
-/// checked without walking the keyspace.
-const KEY_COUNTS: TableDefinition<(&str, &str), u64> = TableDefinition::new("key_counts");
+/// guardrail → (keys, bytes) its keyspace holds, so limits are checked without
+/// walking the keyspace.
+const KEYSPACES: TableDefinition<&str, (u64, u64)> = TableDefinition::new("keyspaces");
+/// Facts about the database itself: which session it holds.
+const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
+const META_SESSION: &str = "session_id";
 
 /// Longest key a guardrail may use, in bytes.
 pub const MAX_KEY_BYTES: usize = 1024;
@@ -31,9 +43,17 @@ pub const MAX_KEY_BYTES: usize = 1024;
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// Most keys one guardrail may hold in one session.
 pub const MAX_KEYS: u64 = 10_000;
+/// The default byte budget of one keyspace in one session (keys plus values).
+pub const DEFAULT_KEYSPACE_BYTES: u64 = 4 << 20;
+/// The largest byte budget a keyspace may be given.
+pub const MAX_KEYSPACE_BYTES: u64 = 8 << 20;
+/// Most bytes (keys plus values) one `list` or `list-owner` call may return. No
+/// keyspace can hold more, so a listing of a whole keyspace always fits; the bound
+/// is what keeps the host's own memory and time per call small.
+pub const MAX_LIST_BYTES: u64 = MAX_KEYSPACE_BYTES;
 
-/// The database file inside the state directory.
-pub const DATABASE_FILE: &str = "state.redb";
+/// The directory of per-session databases inside the state directory.
+pub const SESSIONS_DIR: &str = "sessions";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -42,15 +62,20 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot use the session lock {path}: {source}")]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "another sandrail process held this session's state for longer than the lock timeout ({0:?})"
+    )]
+    LockTimeout(Duration),
     #[error("cannot open the state database {path}: {source}")]
     Open {
         path: PathBuf,
         source: redb::DatabaseError,
     },
-    #[error(
-        "another sandrail process held the state database for longer than the lock timeout ({0:?})"
-    )]
-    LockTimeout(Duration),
     #[error("state database error: {0}")]
     Database(#[from] redb::Error),
 }
@@ -85,6 +110,14 @@ pub enum KeyspaceError {
     ValueTooLarge,
     #[error("the keyspace already holds {MAX_KEYS} keys")]
     KeyspaceFull,
+    #[error(
+        "the keyspace would exceed its budget of {budget} bytes (keys plus values) in this session; delete entries or raise limits.state_mib"
+    )]
+    OverBudget { budget: u64 },
+    #[error(
+        "the listing is larger than {MAX_LIST_BYTES} bytes or {MAX_KEYS} entries; list a narrower prefix"
+    )]
+    ListTooLarge,
     #[error("'{0}' is not listed in this guardrail's `requires`")]
     OwnerNotRequired(String),
     #[error("state unavailable: {0}")]
@@ -98,43 +131,83 @@ pub struct Entry {
     pub value: String,
 }
 
-/// The opened state database.
-pub struct StateStore {
-    db: Database,
+/// The files of one session's state: a name derived from the session id, so any
+/// id (slashes, dots, thousands of characters) maps to one safe file name.
+struct SessionFiles {
+    dir: PathBuf,
+    database: PathBuf,
+    lock: PathBuf,
 }
 
-impl StateStore {
-    /// Opens (creating if needed) the database in `dir`, waiting up to `timeout` while
-    /// another process holds it.
-    pub fn open(dir: &Path, timeout: Duration) -> Result<Self, StoreError> {
-        crate::locations::create_private_dir(dir).map_err(|source| StoreError::CreateDir {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-        let path = dir.join(DATABASE_FILE);
-        let deadline = Instant::now() + timeout;
-        let mut pause = Duration::from_micros(200);
-        loop {
-            match Database::create(&path) {
-                Ok(db) => return Ok(StateStore { db }),
-                Err(DatabaseError::DatabaseAlreadyOpen) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return Err(StoreError::LockTimeout(timeout));
-                    }
-                    std::thread::sleep(pause.min(deadline - now));
-                    pause = (pause * 2).min(Duration::from_millis(4));
-                }
-                Err(source) => return Err(StoreError::Open { path, source }),
-            }
+impl SessionFiles {
+    fn new(state_dir: &Path, session: &str) -> Self {
+        let dir = state_dir.join(SESSIONS_DIR);
+        let stem = &crate::sha256_hex(session.as_bytes())[..32];
+        SessionFiles {
+            database: dir.join(format!("{stem}.redb")),
+            lock: dir.join(format!("{stem}.lock")),
+            dir,
         }
     }
+}
 
-    /// Begins the one write transaction of this process.
-    pub fn begin(&self) -> Result<StateTxn, StoreError> {
+/// One session's state, held by this process until dropped.
+pub struct SessionStore {
+    db: Database,
+    session: String,
+    lock: SessionLock,
+}
+
+impl SessionStore {
+    /// Takes the session's lock, waiting up to `timeout`, and opens its database,
+    /// creating both if needed.
+    pub fn open(state_dir: &Path, session: &str, timeout: Duration) -> Result<Self, StoreError> {
+        let files = SessionFiles::new(state_dir, session);
+        crate::locations::create_private_dir(&files.dir).map_err(|source| {
+            StoreError::CreateDir {
+                path: files.dir.clone(),
+                source,
+            }
+        })?;
+        let lock = SessionLock::acquire(&files.lock, timeout)?;
+        let db = Database::create(&files.database).map_err(|source| StoreError::Open {
+            path: files.database.clone(),
+            source,
+        })?;
+        Ok(SessionStore {
+            db,
+            session: session.to_owned(),
+            lock,
+        })
+    }
+
+    /// Like [`SessionStore::open`], for reading: `None`, creating nothing, when the
+    /// session has no state.
+    pub fn open_existing(
+        state_dir: &Path,
+        session: &str,
+        timeout: Duration,
+    ) -> Result<Option<Self>, StoreError> {
+        if !SessionFiles::new(state_dir, session).database.is_file() {
+            return Ok(None);
+        }
+        SessionStore::open(state_dir, session, timeout).map(Some)
+    }
+
+    /// How long this process waited for the session's lock.
+    pub fn lock_waited(&self) -> Duration {
+        self.lock.waited()
+    }
+
+    /// Begins the one write transaction of this event; it keeps the session held
+    /// until it is committed or dropped.
+    pub fn begin(self) -> Result<StateTxn, StoreError> {
         Ok(StateTxn {
             txn: self.db.begin_write()?,
             dirty: false,
+            session: self.session,
+            _db: self.db,
+            _lock: self.lock,
         })
     }
 
@@ -146,7 +219,7 @@ impl StateStore {
     }
 }
 
-/// A read-only snapshot of the state.
+/// A read-only snapshot of one session's state.
 pub struct StateReader {
     txn: ReadTransaction,
 }
@@ -161,26 +234,18 @@ impl StateReader {
         }
     }
 
-    pub fn get(
-        &self,
-        session: &str,
-        guardrail: &str,
-        key: &str,
-    ) -> Result<Option<String>, StoreError> {
+    pub fn get(&self, guardrail: &str, key: &str) -> Result<Option<String>, StoreError> {
         match self.entries()? {
-            Some(table) => value_of(&table, session, guardrail, key),
+            Some(table) => value_of(&table, guardrail, key),
             None => Ok(None),
         }
     }
 
-    pub fn list(
-        &self,
-        session: &str,
-        guardrail: &str,
-        prefix: &str,
-    ) -> Result<Vec<Entry>, StoreError> {
+    /// Every entry of `guardrail` under `prefix`, without a size bound: for the
+    /// person at the command line, not for guardrails.
+    pub fn list(&self, guardrail: &str, prefix: &str) -> Result<Vec<Entry>, StoreError> {
         match self.entries()? {
-            Some(table) => collect_prefix(&table, session, guardrail, prefix),
+            Some(table) => Ok(collect_prefix(&table, guardrail, prefix, None)?.unwrap_or_default()),
             None => Ok(Vec::new()),
         }
     }
@@ -188,14 +253,25 @@ impl StateReader {
 
 /// The event's write transaction. Commit it once, at the end of the event.
 pub struct StateTxn {
+    // Dropped in this order: the transaction, then the database (closing it), and
+    // only then the lock.
     txn: WriteTransaction,
     dirty: bool,
+    session: String,
+    _db: Database,
+    _lock: SessionLock,
 }
 
 impl StateTxn {
-    /// Makes the event's writes durable, if it made any.
+    /// Makes the event's writes durable, if it made any, and releases the session.
     pub fn commit(self) -> Result<(), StoreError> {
         if self.dirty {
+            {
+                let mut meta = self.txn.open_table(META)?;
+                if meta.get(META_SESSION)?.is_none() {
+                    meta.insert(META_SESSION, self.session.as_str())?;
+                }
+            }
             self.txn.commit()?;
         } else {
             self.txn.abort()?;
@@ -203,96 +279,130 @@ impl StateTxn {
         Ok(())
     }
 
-    pub fn get(
-        &self,
-        session: &str,
-        guardrail: &str,
-        key: &str,
-    ) -> Result<Option<String>, StoreError> {
-        value_of(&self.txn.open_table(ENTRIES)?, session, guardrail, key)
+    fn get(&self, guardrail: &str, key: &str) -> Result<Option<String>, StoreError> {
+        value_of(&self.txn.open_table(ENTRIES)?, guardrail, key)
     }
 
-    pub fn list(
+    fn list(
         &self,
-        session: &str,
         guardrail: &str,
         prefix: &str,
-    ) -> Result<Vec<Entry>, StoreError> {
+        budget: ListBudget,
+    ) -> Result<Option<Vec<Entry>>, StoreError> {
         let table = self.txn.open_table(ENTRIES)?;
-        collect_prefix(&table, session, guardrail, prefix)
+        collect_prefix(&table, guardrail, prefix, Some(budget))
     }
 
-    fn key_count(&self, session: &str, guardrail: &str) -> Result<u64, StoreError> {
-        let table = self.txn.open_table(KEY_COUNTS)?;
-        Ok(table.get((session, guardrail))?.map_or(0, |v| v.value()))
+    /// How many keys and bytes `guardrail`'s keyspace holds.
+    fn usage(&self, guardrail: &str) -> Result<Usage, StoreError> {
+        let table = self.txn.open_table(KEYSPACES)?;
+        Ok(table.get(guardrail)?.map_or(Usage::default(), |v| {
+            let (keys, bytes) = v.value();
+            Usage { keys, bytes }
+        }))
     }
 
     /// Applies a keyspace's staged changes.
     fn apply(
         &mut self,
-        session: &str,
         guardrail: &str,
         staged: &BTreeMap<String, Option<String>>,
     ) -> Result<(), StoreError> {
         if staged.is_empty() {
             return Ok(());
         }
-        let mut count = self.key_count(session, guardrail)?;
+        let mut usage = self.usage(guardrail)?;
         {
             let mut entries = self.txn.open_table(ENTRIES)?;
             for (key, value) in staged {
                 let previous = match value {
-                    Some(v) => entries.insert((session, guardrail, key.as_str()), v.as_str())?,
-                    None => entries.remove((session, guardrail, key.as_str()))?,
+                    Some(v) => entries.insert((guardrail, key.as_str()), v.as_str())?,
+                    None => entries.remove((guardrail, key.as_str()))?,
                 };
-                match (previous.is_some(), value.is_some()) {
-                    (false, true) => count += 1,
-                    (true, false) => count = count.saturating_sub(1),
-                    _ => {}
+                if let Some(previous) = previous {
+                    usage.keys = usage.keys.saturating_sub(1);
+                    usage.bytes = usage
+                        .bytes
+                        .saturating_sub(entry_bytes(key, previous.value()));
+                }
+                if let Some(value) = value {
+                    usage.keys += 1;
+                    usage.bytes += entry_bytes(key, value);
                 }
             }
         }
-        let mut counts = self.txn.open_table(KEY_COUNTS)?;
-        if count == 0 {
-            counts.remove((session, guardrail))?;
+        let mut keyspaces = self.txn.open_table(KEYSPACES)?;
+        if usage.keys == 0 {
+            keyspaces.remove(guardrail)?;
         } else {
-            counts.insert((session, guardrail), count)?;
+            keyspaces.insert(guardrail, (usage.keys, usage.bytes))?;
         }
         self.dirty = true;
         Ok(())
     }
 }
 
+/// What a keyspace holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Usage {
+    keys: u64,
+    bytes: u64,
+}
+
+/// What one entry costs against a byte budget.
+fn entry_bytes(key: &str, value: &str) -> u64 {
+    (key.len() + value.len()) as u64
+}
+
+/// How much one listing may return.
+#[derive(Debug, Clone, Copy)]
+struct ListBudget {
+    entries: u64,
+    bytes: u64,
+}
+
+const LIST_BUDGET: ListBudget = ListBudget {
+    entries: MAX_KEYS,
+    bytes: MAX_LIST_BYTES,
+};
+
 fn value_of(
     table: &impl ReadableTable<EntryKey, &'static str>,
-    session: &str,
     guardrail: &str,
     key: &str,
 ) -> Result<Option<String>, StoreError> {
-    Ok(table
-        .get((session, guardrail, key))?
-        .map(|v| v.value().to_owned()))
+    Ok(table.get((guardrail, key))?.map(|v| v.value().to_owned()))
 }
 
+/// The entries of `guardrail` under `prefix`, in key order; `None` as soon as they
+/// would exceed `budget`, having read no more than the budget.
 fn collect_prefix(
     table: &impl ReadableTable<EntryKey, &'static str>,
-    session: &str,
     guardrail: &str,
     prefix: &str,
-) -> Result<Vec<Entry>, StoreError> {
+    budget: Option<ListBudget>,
+) -> Result<Option<Vec<Entry>>, StoreError> {
     let mut out = Vec::new();
-    for item in table.range((session, guardrail, prefix)..)? {
+    let mut bytes = 0u64;
+    for item in table.range((guardrail, prefix)..)? {
         let (k, v) = item?;
-        let (s, g, key) = k.value();
-        if s != session || g != guardrail || !key.starts_with(prefix) {
+        let (g, key) = k.value();
+        if g != guardrail || !key.starts_with(prefix) {
             break;
+        }
+        let value = v.value();
+        bytes += entry_bytes(key, value);
+        if let Some(budget) = budget
+            && (out.len() as u64 >= budget.entries || bytes > budget.bytes)
+        {
+            return Ok(None);
         }
         out.push(Entry {
             key: key.to_owned(),
-            value: v.value().to_owned(),
+            value: value.to_owned(),
         });
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// One guardrail's view of the state for one event: its own keys in this session,
@@ -301,28 +411,32 @@ fn collect_prefix(
 /// Writes are staged here and reach the transaction only through
 /// [`Keyspace::finish`], so a guardrail that fails midway leaves nothing behind.
 pub struct Keyspace {
-    session: String,
     guardrail: String,
     requires: Vec<String>,
+    /// The most bytes (keys plus values) this keyspace may hold in a session.
+    budget_bytes: u64,
     /// The event's transaction, or why there is none.
     txn: Result<StateTxn, String>,
     staged: BTreeMap<String, Option<String>>,
-    /// How many keys the keyspace held before this guardrail ran, read once.
-    stored_keys: Option<u64>,
+    /// What the keyspace held before this guardrail ran, read once.
+    stored: Option<Usage>,
     /// Keys added minus keys removed by the staged changes.
     key_delta: i64,
+    /// Bytes added minus bytes removed by the staged changes.
+    byte_delta: i64,
 }
 
 impl Keyspace {
-    pub fn new(session: &str, guardrail: &str, requires: Vec<String>) -> Self {
+    pub fn new(guardrail: &str, requires: Vec<String>, budget_bytes: u64) -> Self {
         Keyspace {
-            session: session.to_owned(),
             guardrail: guardrail.to_owned(),
             requires,
+            budget_bytes,
             txn: Err("no state store for this event".to_owned()),
             staged: BTreeMap::new(),
-            stored_keys: None,
+            stored: None,
             key_delta: 0,
+            byte_delta: 0,
         }
     }
 
@@ -343,7 +457,7 @@ impl Keyspace {
         if let Ok(txn) = self.txn.as_mut()
             && keep
         {
-            txn.apply(&self.session, &self.guardrail, &self.staged)?;
+            txn.apply(&self.guardrail, &self.staged)?;
         }
         Ok(self.txn.ok())
     }
@@ -358,12 +472,20 @@ impl Keyspace {
         r.map_err(|e| KeyspaceError::Unavailable(e.to_string()))
     }
 
+    fn stored(&mut self) -> Result<Usage, KeyspaceError> {
+        if let Some(stored) = self.stored {
+            return Ok(stored);
+        }
+        let usage = Self::storage(self.txn()?.usage(&self.guardrail))?;
+        Ok(*self.stored.insert(usage))
+    }
+
     pub fn get(&self, key: &str) -> Result<Option<String>, KeyspaceError> {
         if let Some(staged) = self.staged.get(key) {
             return Ok(staged.clone());
         }
         let txn = self.txn()?;
-        Self::storage(txn.get(&self.session, &self.guardrail, key))
+        Self::storage(txn.get(&self.guardrail, key))
     }
 
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), KeyspaceError> {
@@ -373,37 +495,40 @@ impl Keyspace {
         if value.len() > MAX_VALUE_BYTES {
             return Err(KeyspaceError::ValueTooLarge);
         }
-        let existed = self.get(key)?.is_some();
-        if !existed {
-            let stored = match self.stored_keys {
-                Some(stored) => stored,
-                None => {
-                    let txn = self.txn()?;
-                    let stored = Self::storage(txn.key_count(&self.session, &self.guardrail))?;
-                    *self.stored_keys.insert(stored)
-                }
-            };
-            if stored as i64 + self.key_delta >= MAX_KEYS as i64 {
-                return Err(KeyspaceError::KeyspaceFull);
-            }
-            self.key_delta += 1;
+        let previous = self.get(key)?;
+        let stored = self.stored()?;
+        let new_key = i64::from(previous.is_none());
+        if new_key == 1 && stored.keys as i64 + self.key_delta >= MAX_KEYS as i64 {
+            return Err(KeyspaceError::KeyspaceFull);
         }
+        let freed = previous.as_deref().map_or(0, |p| entry_bytes(key, p)) as i64;
+        let byte_delta = self.byte_delta - freed + entry_bytes(key, value) as i64;
+        if stored.bytes as i64 + byte_delta > self.budget_bytes as i64 {
+            return Err(KeyspaceError::OverBudget {
+                budget: self.budget_bytes,
+            });
+        }
+        self.key_delta += new_key;
+        self.byte_delta = byte_delta;
         self.staged.insert(key.to_owned(), Some(value.to_owned()));
         Ok(())
     }
 
     pub fn delete(&mut self, key: &str) -> Result<bool, KeyspaceError> {
-        let existed = self.get(key)?.is_some();
-        if existed {
-            self.key_delta -= 1;
-            self.staged.insert(key.to_owned(), None);
-        }
-        Ok(existed)
+        let Some(previous) = self.get(key)? else {
+            return Ok(false);
+        };
+        self.stored()?;
+        self.key_delta -= 1;
+        self.byte_delta -= entry_bytes(key, &previous) as i64;
+        self.staged.insert(key.to_owned(), None);
+        Ok(true)
     }
 
     pub fn list(&self, prefix: &str) -> Result<Vec<Entry>, KeyspaceError> {
         let txn = self.txn()?;
-        let stored = Self::storage(txn.list(&self.session, &self.guardrail, prefix))?;
+        let stored = Self::storage(txn.list(&self.guardrail, prefix, LIST_BUDGET))?
+            .ok_or(KeyspaceError::ListTooLarge)?;
         let mut merged: BTreeMap<String, String> =
             stored.into_iter().map(|e| (e.key, e.value)).collect();
         for (key, value) in self.staged.range(prefix.to_owned()..) {
@@ -414,6 +539,12 @@ impl Keyspace {
                 Some(v) => merged.insert(key.clone(), v.clone()),
                 None => merged.remove(key),
             };
+        }
+        // Staged writes stay within the keyspace's budget, which is within the
+        // listing's; the check keeps that true if either ever changes.
+        let bytes: u64 = merged.iter().map(|(k, v)| entry_bytes(k, v)).sum();
+        if merged.len() as u64 > LIST_BUDGET.entries || bytes > LIST_BUDGET.bytes {
+            return Err(KeyspaceError::ListTooLarge);
         }
         Ok(merged
             .into_iter()
@@ -426,7 +557,7 @@ impl Keyspace {
             return Err(KeyspaceError::OwnerNotRequired(owner.to_owned()));
         }
         let txn = self.txn()?;
-        Self::storage(txn.list(&self.session, owner, prefix))
+        Self::storage(txn.list(owner, prefix, LIST_BUDGET))?.ok_or(KeyspaceError::ListTooLarge)
     }
 }
 
@@ -434,77 +565,96 @@ impl Keyspace {
 mod tests {
     use super::*;
 
-    fn store() -> (tempfile::TempDir, StateStore) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = StateStore::open(dir.path(), Duration::from_secs(1)).unwrap();
-        (dir, store)
+    const BUDGET: u64 = DEFAULT_KEYSPACE_BYTES;
+
+    fn open(dir: &Path, session: &str) -> SessionStore {
+        SessionStore::open(dir, session, Duration::from_secs(1)).unwrap()
+    }
+
+    fn keyspace(dir: &Path, session: &str, guardrail: &str) -> Keyspace {
+        Keyspace::new(guardrail, vec![], BUDGET).with_txn(open(dir, session).begin().unwrap())
+    }
+
+    fn commit(keyspace: Keyspace) {
+        keyspace.finish(true).unwrap().unwrap().commit().unwrap();
     }
 
     #[test]
     fn writes_are_staged_until_the_guardrail_finishes() {
-        let (_dir, store) = store();
-        let mut ks = Keyspace::new("s", "g", vec![]).with_txn(store.begin().unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let mut ks = keyspace(dir.path(), "s", "g");
         ks.set("a", "1").unwrap();
         assert_eq!(ks.get("a").unwrap().as_deref(), Some("1"));
         assert_eq!(ks.list("").unwrap().len(), 1);
         // A guardrail that failed: its writes are discarded.
         let txn = ks.finish(false).unwrap().unwrap();
-        let ks = Keyspace::new("s", "g", vec![]).with_txn(txn);
+        let ks = Keyspace::new("g", vec![], BUDGET).with_txn(txn);
         assert_eq!(ks.get("a").unwrap(), None);
-        ks.finish(true).unwrap().unwrap().commit().unwrap();
-        assert_eq!(store.read().unwrap().get("s", "g", "a").unwrap(), None);
+        commit(ks);
+        assert_eq!(
+            open(dir.path(), "s").read().unwrap().get("g", "a").unwrap(),
+            None
+        );
     }
 
     #[test]
     fn committed_writes_are_read_back_in_key_order() {
-        let (_dir, store) = store();
-        let mut ks = Keyspace::new("s", "g", vec![]).with_txn(store.begin().unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let mut ks = keyspace(dir.path(), "s", "g");
         for key in ["tag:b", "tag:a", "other"] {
             ks.set(key, key).unwrap();
         }
         assert!(ks.delete("other").unwrap());
         assert!(!ks.delete("never").unwrap());
-        ks.finish(true).unwrap().unwrap().commit().unwrap();
-        let keys: Vec<String> = store
-            .read()
-            .unwrap()
-            .list("s", "g", "tag:")
+        commit(ks);
+        let store = open(dir.path(), "s");
+        let reader = store.read().unwrap();
+        let keys: Vec<String> = reader
+            .list("g", "tag:")
             .unwrap()
             .into_iter()
             .map(|e| e.key)
             .collect();
         assert_eq!(keys, ["tag:a", "tag:b"]);
+        assert!(reader.list("other-guardrail", "").unwrap().is_empty());
+        drop(reader);
+        drop(store);
+        // Another session is another database.
         assert!(
-            store
-                .read()
+            SessionStore::open_existing(dir.path(), "other-session", Duration::from_secs(1))
                 .unwrap()
-                .list("s", "other-guardrail", "")
-                .unwrap()
-                .is_empty()
-        );
-        assert!(
-            store
-                .read()
-                .unwrap()
-                .list("other-session", "g", "")
-                .unwrap()
-                .is_empty()
+                .is_none()
         );
     }
 
     #[test]
+    fn session_ids_of_any_shape_map_to_files_in_the_sessions_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let hostile = format!("../../{}/x", "a".repeat(2000));
+        let mut ks = keyspace(dir.path(), &hostile, "g");
+        ks.set("k", "v").unwrap();
+        commit(ks);
+        let files: Vec<_> = std::fs::read_dir(dir.path().join(SESSIONS_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(files.len(), 2, "{files:?}");
+        assert!(files.iter().all(|f| f.len() == 32 + 5), "{files:?}");
+    }
+
+    #[test]
     fn the_key_limit_counts_staged_and_stored_keys() {
-        let (_dir, store) = store();
-        let mut ks = Keyspace::new("s", "g", vec![]).with_txn(store.begin().unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let mut ks = keyspace(dir.path(), "s", "g");
         for i in 0..MAX_KEYS {
             ks.set(&format!("k{i}"), "v").unwrap();
         }
         assert_eq!(ks.set("one-more", "v"), Err(KeyspaceError::KeyspaceFull));
         // Overwriting an existing key is not a new key.
         ks.set("k0", "w").unwrap();
-        ks.finish(true).unwrap().unwrap().commit().unwrap();
+        commit(ks);
 
-        let mut ks = Keyspace::new("s", "g", vec![]).with_txn(store.begin().unwrap());
+        let mut ks = keyspace(dir.path(), "s", "g");
         assert_eq!(ks.set("one-more", "v"), Err(KeyspaceError::KeyspaceFull));
         assert!(ks.delete("k1").unwrap());
         ks.set("one-more", "v").unwrap();
@@ -512,9 +662,45 @@ mod tests {
     }
 
     #[test]
+    fn the_byte_budget_counts_staged_and_stored_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = 1000;
+        let begin =
+            || Keyspace::new("g", vec![], budget).with_txn(open(dir.path(), "s").begin().unwrap());
+        let mut ks = begin();
+        ks.set("a", &"x".repeat(499)).unwrap(); // 500 bytes
+        ks.set("b", &"x".repeat(499)).unwrap(); // 1000 bytes: exactly the budget
+        assert_eq!(ks.set("c", ""), Err(KeyspaceError::OverBudget { budget }));
+        // Replacing a value counts the difference.
+        ks.set("a", &"x".repeat(400)).unwrap();
+        commit(ks);
+
+        let mut ks = begin();
+        assert_eq!(
+            ks.set("c", &"x".repeat(200)),
+            Err(KeyspaceError::OverBudget { budget })
+        );
+        ks.set("c", &"x".repeat(98)).unwrap(); // 901 + 99 = 1000
+        assert!(ks.delete("b").unwrap());
+        ks.set("d", &"x".repeat(499)).unwrap();
+        commit(ks);
+        let store = open(dir.path(), "s");
+        let total: usize = store
+            .read()
+            .unwrap()
+            .list("g", "")
+            .unwrap()
+            .iter()
+            .map(|e| e.key.len() + e.value.len())
+            .sum();
+        assert_eq!(total, 1000);
+    }
+
+    #[test]
     fn list_owner_needs_requires() {
-        let (_dir, store) = store();
-        let ks = Keyspace::new("s", "judge", vec!["ctx".into()]).with_txn(store.begin().unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let ks = Keyspace::new("judge", vec!["ctx".into()], BUDGET)
+            .with_txn(open(dir.path(), "s").begin().unwrap());
         assert_eq!(ks.list_owner("ctx", "").unwrap(), vec![]);
         assert_eq!(
             ks.list_owner("other", ""),
@@ -523,11 +709,28 @@ mod tests {
     }
 
     #[test]
-    fn a_second_opener_waits_then_times_out() {
-        let (dir, _held) = store();
-        let started = Instant::now();
-        let second = StateStore::open(dir.path(), Duration::from_millis(50));
-        assert!(matches!(second, Err(StoreError::LockTimeout(_))));
-        assert!(started.elapsed() >= Duration::from_millis(50));
+    fn a_listing_stops_at_its_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), "s");
+        let txn = store.begin().unwrap();
+        {
+            let mut table = txn.txn.open_table(ENTRIES).unwrap();
+            for i in 0..3 {
+                table
+                    .insert(("g", format!("k{i}").as_str()), "12345678")
+                    .unwrap();
+            }
+        }
+        let small = ListBudget {
+            entries: 10,
+            bytes: 20,
+        };
+        assert!(txn.list("g", "", small).unwrap().is_none());
+        assert_eq!(txn.list("g", "k1", small).unwrap().unwrap().len(), 1);
+        let few = ListBudget {
+            entries: 2,
+            bytes: 1000,
+        };
+        assert!(txn.list("g", "", few).unwrap().is_none());
     }
 }

@@ -8,7 +8,7 @@
 //! turn id is `<count>:<uuid>`; the count (which only grows) keeps apart two turns
 //! that share a uuid, as a re-injected refusal can.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -26,8 +26,14 @@ impl Turn {
     }
 }
 
+/// The largest transcript read for one event. Past it the turn is unknown (and
+/// the event still judged) rather than the hook slow.
+pub const MAX_TRANSCRIPT_BYTES: u64 = 64 << 20;
+
 #[derive(Debug, thiserror::Error)]
 pub enum TranscriptError {
+    #[error("transcript: {0}")]
+    File(#[from] crate::files::FileError),
     #[error("cannot read transcript {path}: {source}")]
     Read {
         path: String,
@@ -62,18 +68,16 @@ struct Message {
 /// Lines that do not parse (such as a last line still being written) are skipped.
 pub fn current_turn(path: &Path) -> Result<Turn, TranscriptError> {
     let display = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| TranscriptError::Read {
-        path: display.clone(),
-        source,
-    })?;
-    let mut reader = BufReader::new(file);
-    let mut line = String::new();
+    let (file, _) = crate::files::open_regular(path, MAX_TRANSCRIPT_BYTES)?;
+    let mut reader = BufReader::new(file.take(MAX_TRANSCRIPT_BYTES));
+    let mut line = Vec::new();
+    let user_marker = memchr::memmem::Finder::new(b"\"user\"");
     let mut count = 0u32;
     let mut last_uuid = None;
     loop {
         line.clear();
         let read = reader
-            .read_line(&mut line)
+            .read_until(b'\n', &mut line)
             .map_err(|source| TranscriptError::Read {
                 path: display.clone(),
                 source,
@@ -82,10 +86,12 @@ pub fn current_turn(path: &Path) -> Result<Turn, TranscriptError> {
             break;
         }
         // Cheap filter before parsing: most lines are assistant output or tool results.
-        if !line.contains("\"user\"") {
+        if user_marker.find(&line).is_none() {
             continue;
         }
-        let Ok(parsed) = serde_json::from_str::<Line>(&line) else {
+        // A line that does not parse (a last line still being written, bytes that
+        // are not UTF-8) is skipped rather than costing the whole turn.
+        let Ok(parsed) = serde_json::from_slice::<Line>(&line) else {
             continue;
         };
         let is_real_user_message = parsed.kind == Some("user")

@@ -48,19 +48,6 @@ fn invalid_json() {
 }
 
 #[test]
-fn invalid_utf8() {
-    let project = project_with_state();
-    let mut payload = br#"{"session_id":"sess-bad","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls "#.to_vec();
-    payload.extend_from_slice(&[0xff, 0xfe]);
-    payload.extend_from_slice(br#""}}"#);
-    assert_rejected(
-        &project,
-        &payload,
-        "not valid UTF-8 (invalid byte at offset 103)",
-    );
-}
-
-#[test]
 fn payload_over_16_mib() {
     let project = project_with_state();
     let filler = "a".repeat(16 << 20);
@@ -92,18 +79,6 @@ fn missing_session_id() {
     assert_rejected(&project, payload, "no `session_id`");
     let payload = br#"{"session_id":"","hook_event_name":"Stop"}"#;
     assert_rejected(&project, payload, "no `session_id`");
-}
-
-#[test]
-fn absurdly_deep_nesting() {
-    let project = project_with_state();
-    let depth = 10_000;
-    let payload = format!(
-        r#"{{"session_id":"sess-bad","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{}{}}}"#,
-        "[".repeat(depth),
-        "]".repeat(depth)
-    );
-    assert_rejected(&project, payload.as_bytes(), "recursion limit exceeded");
 }
 
 #[test]
@@ -244,7 +219,8 @@ fn an_unusable_state_directory_costs_only_state() {
 fn a_corrupt_database_is_reported_and_left_alone() {
     let project = Project::new();
     std::fs::create_dir_all(project.state_dir()).expect("state dir");
-    let db = project.state_dir().join("state.redb");
+    let db = project.session_db("sess-corrupt");
+    std::fs::create_dir_all(db.parent().expect("sessions dir")).expect("sessions dir");
     std::fs::write(&db, b"this is not a redb file").expect("write");
     let run = project.hook(&write("sess-corrupt", "/home/dev/project/a.rs"));
     run.assert_silent();

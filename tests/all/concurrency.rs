@@ -128,7 +128,7 @@ fn a_held_lock_times_out_and_the_event_is_still_judged() {
     assert_eq!(
         lock_lines,
         [
-            "sandrail: another sandrail process held the state database for longer than the lock timeout (200ms); skipping the guardrails that keep state (counter) for this event"
+            "sandrail: another sandrail process held this session's state for longer than the lock timeout (200ms); skipping the guardrails that keep state (counter) for this event"
         ]
     );
     assert!(!stderr.contains("failed"), "{stderr}");

@@ -296,7 +296,7 @@ fn stateless_guardrails_never_open_the_database() {
         .hook(&write("sess-nodb", "/home/dev/project/a.rs"))
         .assert_silent();
     assert!(
-        project.state_dir().join("state.redb").is_file(),
+        project.session_db("sess-nodb").is_file(),
         "session-budget does"
     );
 }

@@ -102,7 +102,7 @@ fn guest_output_and_logs_are_forwarded_and_bounded() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("log limit of 64 KiB for this event reached"),
+        stderr.contains("[probe] output limit reached: "),
         "{stderr}"
     );
     assert!(!stderr.contains("log line 199"), "later lines are dropped");
@@ -185,13 +185,89 @@ fn flooding_stdout_is_truncated_not_fatal() {
     let run = project.hook(&bash("sess-flood", "ls"));
     assert_eq!(run.context(), "[probe] flooded");
     let stderr = run.stderr();
+    // 64 KiB of 1 KiB lines are captured; each printed line costs 1,023 bytes plus
+    // 64, so 60 fit the 64 KiB output budget.
+    assert_eq!(stderr.matches("[probe] stdout: zzz").count(), 60);
+    assert!(
+        stderr.contains("[probe] output limit reached: 4 more lines and 983040 more bytes dropped"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_keyspace_cannot_grow_past_its_byte_budget() {
+    let project = Project::new();
+    // The attack that once made one listing cost seconds and a gigabyte: 10,000
+    // values of 64 KiB. The default budget (4 MiB) stops it at 63.
+    project.config(&probe_with(
+        "[guardrail.limits]\ntimeout_ms = 20000\n[guardrail.config]\naction = \"fill\"\ncount = 10000\nsize = 65536\n",
+    ));
+    let started = Instant::now();
+    let context = project.hook(&bash("sess-fill", "ls")).context();
     assert_eq!(
-        stderr.matches("[probe] stdout: zzz").count(),
-        64,
-        "64 KiB of 1 KiB lines kept"
+        context,
+        "[probe] refused: Some(\"at 63: state unavailable: the keyspace would exceed its budget of 4194304 bytes (keys plus values) in this session; delete entries or raise limits.state_mib\"); listed: 63"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // Stored usage counts on the next event: nothing more fits.
+    let context = project.hook(&bash("sess-fill", "ls")).context();
+    assert!(
+        context.starts_with("[probe] refused: Some(\"at 63: "),
+        "{context}"
+    );
+    // The file holds the budget with redb's page overhead, and no more: the second
+    // event, refused at once, added nothing.
+    let db = std::fs::metadata(project.session_db("sess-fill"))
+        .expect("db")
+        .len();
+    assert!(db < 32 << 20, "the session's database is {db} bytes");
+}
+
+#[test]
+fn the_keyspace_budget_is_configurable_and_listings_stay_within_it() {
+    let project = Project::new();
+    project.config(&format!(
+        "{}[[guardrail]]\nname = \"reader\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\nrequires = [\"filler\"]\n[guardrail.config]\naction = \"list-owner-size\"\nowner = \"filler\"\n",
+        probe_config(&[(
+            "filler",
+            "[guardrail.limits]\nstate_mib = 1\n[guardrail.config]\naction = \"fill\"\ncount = 100\nsize = 65536\n",
+        )])
+    ));
+    let run = project.hook(&bash("sess-budget", "ls"));
+    let context = run.context();
+    // 15 entries of 10 + 65,536 bytes fit in 1 MiB; the 16th does not.
+    assert!(
+        context.starts_with("[filler] refused: Some(\"at 15: state unavailable: the keyspace would exceed its budget of 1048576 bytes"),
+        "{context}"
     );
     assert!(
-        stderr.contains("[probe] stdout: 983040 more bytes dropped"),
+        context.ends_with("[reader] entries: 15, bytes: 983190"),
+        "{context}"
+    );
+    let bad = project.config(&probe_with("[guardrail.limits]\nstate_mib = 9\n[guardrail.config]\naction = \"note\"\nvalue = \"x\"\n"))
+        .run(&["check-config"]);
+    assert_eq!(bad.code(), Some(1));
+    assert!(
+        bad.stderr()
+            .contains("limits.state_mib must be between 1 and 8"),
+        "{}",
+        bad.stderr()
+    );
+}
+
+#[test]
+fn empty_log_messages_count_against_the_budget() {
+    let project = Project::new();
+    project.config(&probe_with(
+        "[guardrail.config]\naction = \"log-empty\"\ncount = 18000\n",
+    ));
+    let run = project.hook(&bash("sess-empty-log", "ls"));
+    run.assert_silent();
+    let stderr = run.stderr();
+    // 64 bytes per line against 64 KiB: 1,024 lines, then one notice.
+    assert_eq!(stderr.matches("sandrail: [probe] warn: \n").count(), 1024);
+    assert!(
+        stderr.contains("[probe] output limit reached: 16976 more lines and 0 more bytes dropped"),
         "{stderr}"
     );
 }

@@ -8,6 +8,7 @@ mod cache;
 mod cli;
 mod concurrency;
 mod events;
+mod hostile;
 mod isolation;
 mod limits;
 mod sdk;

@@ -35,6 +35,14 @@ impl Project {
         shared_cache_dir()
     }
 
+    /// The database file holding `session`'s state.
+    pub fn session_db(&self, session: &str) -> PathBuf {
+        let stem = &sandrail::sha256_hex(session.as_bytes())[..32];
+        self.state_dir()
+            .join("sessions")
+            .join(format!("{stem}.redb"))
+    }
+
     /// Writes `sandrail.toml` into the project.
     pub fn config(&self, text: &str) -> &Self {
         std::fs::write(self.dir().join("sandrail.toml"), text).expect("write config");
@@ -72,6 +80,52 @@ impl Project {
         let _ = stdin.write_all(payload);
         drop(stdin);
         Run(child.wait_with_output().expect("wait for sandrail"))
+    }
+
+    /// Runs `sandrail hook`, failing the test if it has not finished within `limit`
+    /// (killing it first, so a hang cannot stall the suite).
+    pub fn hook_within(&self, payload: &[u8], limit: std::time::Duration) -> Run {
+        let mut child = self
+            .cmd()
+            .arg("hook")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sandrail");
+        let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                bytes
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
+        let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
+        let mut stdin = child.stdin.take().expect("stdin");
+        let _ = stdin.write_all(payload);
+        drop(stdin);
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("poll sandrail") {
+                break status;
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                let stderr = stderr.join().expect("stderr reader");
+                panic!(
+                    "sandrail hook still ran after {limit:?}; stderr: {}",
+                    String::from_utf8_lossy(&stderr)
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        Run(Output {
+            status,
+            stdout: stdout.join().expect("stdout reader"),
+            stderr: stderr.join().expect("stderr reader"),
+        })
     }
 
     /// Runs `sandrail ARGS…`.

@@ -5,11 +5,10 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::output::Output;
 use super::wit::sandrail::guardrail::{log, state, types};
 use crate::store::{self, Keyspace, KeyspaceError};
 
-/// Most bytes one guardrail may log per event; the rest is dropped with one notice.
-const LOG_BUDGET_BYTES: usize = 64 * 1024;
 /// Longest single log message forwarded.
 const LOG_MESSAGE_BYTES: usize = 4 * 1024;
 /// Structural limits per component: generous for what a toolchain emits (a Rust
@@ -23,7 +22,6 @@ const MAX_TABLE_ELEMENTS: usize = 100_000;
 /// A store's data: who the guardrail is and what it may touch. Built fresh for every
 /// run, so nothing leaks from one event or guardrail to the next.
 pub struct HostState {
-    guardrail: String,
     keyspace: Keyspace,
     wasi: WasiCtx,
     table: ResourceTable,
@@ -31,22 +29,19 @@ pub struct HostState {
     /// Bytes of linear memory across all of the component's memories.
     memory_total: usize,
     memory_exceeded: bool,
-    logged_bytes: usize,
-    log_truncated: bool,
+    output: Output,
 }
 
 impl HostState {
     pub fn new(guardrail: &str, keyspace: Keyspace, wasi: WasiCtx, memory_limit: usize) -> Self {
         HostState {
-            guardrail: guardrail.to_owned(),
             keyspace,
             wasi,
             table: ResourceTable::new(),
             memory_limit,
             memory_total: 0,
             memory_exceeded: false,
-            logged_bytes: 0,
-            log_truncated: false,
+            output: Output::new(guardrail),
         }
     }
 
@@ -54,8 +49,9 @@ impl HostState {
         self.memory_exceeded
     }
 
-    pub fn into_keyspace(self) -> Keyspace {
-        self.keyspace
+    /// What the run leaves behind: the keyspace and what is left to print.
+    pub fn into_parts(self) -> (Keyspace, Output) {
+        (self.keyspace, self.output)
     }
 }
 
@@ -119,6 +115,10 @@ fn to_wit(error: KeyspaceError) -> state::StateError {
             state::StateError::ValueTooLarge(store::MAX_VALUE_BYTES as u32)
         }
         KeyspaceError::KeyspaceFull => state::StateError::KeyspaceFull(store::MAX_KEYS as u32),
+        // The 0.1 contract has no case of its own for these; the text says which.
+        e @ (KeyspaceError::OverBudget { .. } | KeyspaceError::ListTooLarge) => {
+            state::StateError::Unavailable(e.to_string())
+        }
         KeyspaceError::OwnerNotRequired(owner) => state::StateError::OwnerNotRequired(owner),
         KeyspaceError::Unavailable(why) => state::StateError::Unavailable(why),
     }
@@ -167,27 +167,14 @@ impl log::Host for HostState {
         if level == log::Level::Debug && !crate::debug_logging() {
             return;
         }
-        if self.log_truncated {
-            return;
-        }
-        let message = truncate_bytes(&message, LOG_MESSAGE_BYTES);
-        if self.logged_bytes + message.len() > LOG_BUDGET_BYTES {
-            self.log_truncated = true;
-            eprintln!(
-                "sandrail: [{}] log limit of {} KiB for this event reached; further messages dropped",
-                self.guardrail,
-                LOG_BUDGET_BYTES / 1024
-            );
-            return;
-        }
-        self.logged_bytes += message.len();
         let level = match level {
             log::Level::Debug => "debug",
             log::Level::Info => "info",
             log::Level::Warn => "warn",
             log::Level::Error => "error",
         };
-        eprintln!("sandrail: [{}] {level}: {message}", self.guardrail);
+        self.output
+            .print(level, truncate_bytes(&message, LOG_MESSAGE_BYTES));
     }
 }
 

@@ -15,6 +15,8 @@ struct Config {
     owner: String,
     #[serde(default)]
     count: usize,
+    #[serde(default)]
+    size: usize,
 }
 
 struct Probe;
@@ -60,6 +62,41 @@ impl Guardrail for Probe {
                     }
                 }
                 Verdict::note(format!("key: {key:?}; value: {value:?}; keys: {full:?}"))
+            }
+            // Stores `count` values of `size` bytes until the host refuses one, then
+            // lists the keyspace.
+            "fill" => {
+                let value = "v".repeat(config.size);
+                let mut refused = None;
+                for i in 0..config.count {
+                    if let Err(e) = state::set_raw(&format!("fill-{i:05}"), &value) {
+                        refused = Some(format!("at {i}: {}", e.message()));
+                        break;
+                    }
+                }
+                let listed = match state::list("") {
+                    Ok(entries) => entries.len().to_string(),
+                    Err(e) => e.message(),
+                };
+                Verdict::note(format!("refused: {refused:?}; listed: {listed}"))
+            }
+            // Lists another guardrail's keyspace, reporting the size of the answer.
+            "list-owner-size" => match state::list_owner(&config.owner, "") {
+                Ok(entries) => Verdict::note(format!(
+                    "entries: {}, bytes: {}",
+                    entries.len(),
+                    entries
+                        .iter()
+                        .map(|e| e.key.len() + e.value.len())
+                        .sum::<usize>()
+                )),
+                Err(e) => Verdict::note(format!("list-owner error: {}", e.message())),
+            },
+            "log-empty" => {
+                for _ in 0..config.count {
+                    log::warn("");
+                }
+                Verdict::pass()
             }
             "stamp" => {
                 let stamped = state::stamp(&config.key)?;

@@ -472,38 +472,50 @@ const RESERVED_PREFIXES: &[&str] = &[
 const RESERVED_NON_COMMANDS: &[&str] = &["for", "select", "case", "function", "done", "fi", "esac"];
 
 /// Removes variable assignments, reserved words and command wrappers from the
-/// front of a command.
+/// front of a command. Finds where the command starts, then removes the front in
+/// one step, so a thousand wrappers cost no more than a thousand words.
 fn unwrap(mut argv: Vec<String>) -> Vec<String> {
-    loop {
-        let Some(first) = argv.first() else {
-            return argv;
-        };
+    let mut start = 0;
+    while let Some(first) = argv.get(start) {
         if RESERVED_NON_COMMANDS.contains(&first.as_str()) {
             return Vec::new();
         }
+        let rest = &argv[start + 1..];
         let skip = if RESERVED_PREFIXES.contains(&first.as_str()) || is_assignment(first) {
             1
         } else {
             match program(first) {
-                "env" => 1 + options_then(&argv[1..], ENV_OPTIONS, true),
-                "sudo" | "doas" => 1 + options_then(&argv[1..], SUDO_OPTIONS, false),
+                // `env -S SCRIPT` runs a command line: left for `inline_script`.
+                "env" if splits_string(rest) => break,
+                "env" => 1 + options_then(rest, ENV_OPTIONS, true),
+                "sudo" | "doas" => 1 + options_then(rest, SUDO_OPTIONS, false),
                 "nohup" | "command" | "builtin" | "exec" | "unbuffer" => {
-                    1 + options_then(&argv[1..], &["-a"], false)
+                    1 + options_then(rest, &["-a"], false)
                 }
-                "nice" | "ionice" => 1 + options_then(&argv[1..], NICE_OPTIONS, false),
-                "stdbuf" => 1 + options_then(&argv[1..], STDBUF_OPTIONS, false),
+                "nice" | "ionice" => 1 + options_then(rest, NICE_OPTIONS, false),
+                "stdbuf" => 1 + options_then(rest, STDBUF_OPTIONS, false),
                 "timeout" => {
-                    let options = options_then(&argv[1..], TIMEOUT_OPTIONS, false);
+                    let options = options_then(rest, TIMEOUT_OPTIONS, false);
                     // The duration comes before the command.
-                    1 + options + usize::from(argv.len() > 1 + options)
+                    1 + options + usize::from(rest.len() > options)
                 }
-                "xargs" => 1 + options_then(&argv[1..], XARGS_OPTIONS, false),
-                "watch" => 1 + options_then(&argv[1..], WATCH_OPTIONS, false),
-                _ => return argv,
+                "xargs" => 1 + options_then(rest, XARGS_OPTIONS, false),
+                "watch" => 1 + options_then(rest, WATCH_OPTIONS, false),
+                _ => break,
             }
         };
-        argv.drain(..skip.min(argv.len()));
+        start = (start + skip).min(argv.len());
     }
+    argv.drain(..start);
+    argv
+}
+
+/// Whether `env`'s options (before its command) include `-S` / `--split-string`.
+fn splits_string(words: &[String]) -> bool {
+    let options = options_then(words, ENV_OPTIONS, true);
+    words[..options]
+        .iter()
+        .any(|w| w == "--split-string" || w.starts_with("--split-string=") || w.starts_with("-S"))
 }
 
 const WATCH_OPTIONS: &[&str] = &["-n", "--interval", "-q", "--equexit"];
@@ -611,10 +623,17 @@ fn inline_script(argv: &[String]) -> Option<String> {
     if name == "env" {
         // `env -S 'a b'` splits its value into the command (after unwrap, only an
         // `env` still carrying -S reaches here).
-        let split = argv[1..]
+        let at = argv[1..]
             .iter()
-            .position(|w| w == "-S" || w == "--split-string")?;
-        return Some(argv[split + 2..].join(" "));
+            .position(|w| w == "-S" || w.starts_with("-S") || w.starts_with("--split-string"))?
+            + 1;
+        let word = &argv[at];
+        let inline = word
+            .strip_prefix("--split-string=")
+            .or_else(|| word.strip_prefix("-S").filter(|v| !v.is_empty()));
+        let mut script: Vec<&str> = inline.into_iter().collect();
+        script.extend(argv[at + 1..].iter().map(String::as_str));
+        return Some(script.join(" "));
     }
     if !matches!(name, "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish") {
         return None;

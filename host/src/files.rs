@@ -1,0 +1,155 @@
+//! Reading files named from outside — a payload's transcript path, a config's
+//! component source, the config itself — without letting the name decide how the
+//! hook behaves: only regular files are read, they are opened without blocking (a
+//! FIFO must not hang the hook, `/dev/zero` must not fill its memory), and no more
+//! than a stated number of bytes is read.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("{path} does not exist")]
+    Missing { path: PathBuf },
+    #[error("cannot open {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is {kind}, not a regular file")]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("{path} is {size} bytes; at most {max} are read")]
+    TooLarge { path: PathBuf, size: u64, max: u64 },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Opens `path` for reading if it is a regular file of at most `max` bytes, and
+/// returns it with its size. Symlinks are followed; what they lead to is checked.
+pub fn open_regular(path: &Path, max: u64) -> Result<(File, u64), FileError> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    // Opening a FIFO for reading blocks until a writer appears; without blocking it
+    // opens at once, and the type check below turns it away.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => FileError::Missing {
+            path: path.to_path_buf(),
+        },
+        _ => FileError::Open {
+            path: path.to_path_buf(),
+            source,
+        },
+    })?;
+    let metadata = file.metadata().map_err(|source| FileError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !metadata.is_file() {
+        return Err(FileError::NotRegular {
+            path: path.to_path_buf(),
+            kind: kind_of(&metadata.file_type()),
+        });
+    }
+    if metadata.len() > max {
+        return Err(FileError::TooLarge {
+            path: path.to_path_buf(),
+            size: metadata.len(),
+            max,
+        });
+    }
+    Ok((file, metadata.len()))
+}
+
+/// Reads the whole of `path` if it is a regular file of at most `max` bytes. A file
+/// that grows while it is read is cut at `max`.
+pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, FileError> {
+    let (file, size) = open_regular(path, max)?;
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(|source| FileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(bytes)
+}
+
+fn kind_of(file_type: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        }
+        if file_type.is_char_device() {
+            return "a character device";
+        }
+        if file_type.is_block_device() {
+            return "a block device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    if file_type.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_regular_file_within_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"hello").unwrap();
+        assert_eq!(read_regular(&path, 5).unwrap(), b"hello");
+        assert!(matches!(
+            read_regular(&path, 4),
+            Err(FileError::TooLarge {
+                size: 5,
+                max: 4,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn turns_away_what_is_not_a_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_regular(dir.path(), 100).unwrap_err().to_string();
+        assert!(err.ends_with("is a directory, not a regular file"), "{err}");
+        let err = read_regular(Path::new("/dev/zero"), 100)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a character device"), "{err}");
+        assert!(matches!(
+            read_regular(&dir.path().join("none"), 100),
+            Err(FileError::Missing { .. })
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let err = read_regular(&fifo, 100).unwrap_err().to_string();
+        assert!(err.contains("is a FIFO"), "{err}");
+    }
+}

@@ -1,0 +1,172 @@
+//! The session lock: one process at a time holds a session's state.
+//!
+//! A blocking OS file lock (`flock`) on a lock file beside the session's database,
+//! so waiting processes sleep in the kernel's queue instead of polling, and the
+//! lock goes away with its process however that process ends (no stale locks).
+//! The wait is bounded: past the timeout the caller gives up, and the lock the
+//! abandoned wait eventually gets is released at once.
+
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::StoreError;
+
+/// A held session lock; released when dropped.
+#[derive(Debug)]
+pub struct SessionLock {
+    _file: File,
+    waited: Duration,
+}
+
+impl SessionLock {
+    /// Takes the lock at `path` (created if missing), waiting up to `timeout`.
+    pub fn acquire(path: &Path, timeout: Duration) -> Result<SessionLock, StoreError> {
+        let started = Instant::now();
+        loop {
+            let file = open(path)?;
+            let file = match file.try_lock() {
+                Ok(()) => file,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let left = timeout.saturating_sub(started.elapsed());
+                    wait_for(file, left).map_err(|e| match e {
+                        WaitError::TimedOut => StoreError::LockTimeout(timeout),
+                        WaitError::Io(source) => StoreError::Lock {
+                            path: path.to_path_buf(),
+                            source,
+                        },
+                    })?
+                }
+                Err(std::fs::TryLockError::Error(source)) => {
+                    return Err(StoreError::Lock {
+                        path: path.to_path_buf(),
+                        source,
+                    });
+                }
+            };
+            // A session purged while we waited has had its lock file removed: the
+            // lock we hold is on a file nobody else will open. Start again on the
+            // file that is there now.
+            if still_linked(&file, path) {
+                return Ok(SessionLock {
+                    _file: file,
+                    waited: started.elapsed(),
+                });
+            }
+            if started.elapsed() >= timeout {
+                return Err(StoreError::LockTimeout(timeout));
+            }
+        }
+    }
+
+    /// How long this process waited for the lock.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+}
+
+fn open(path: &Path) -> Result<File, StoreError> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map_err(|source| StoreError::Lock {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+enum WaitError {
+    TimedOut,
+    Io(std::io::Error),
+}
+
+/// Blocks in the kernel for the lock on `file`, for at most `timeout`. The wait
+/// runs on its own thread so that it can be abandoned; if it succeeds after that,
+/// the thread drops the file and with it the lock.
+fn wait_for(file: File, timeout: Duration) -> Result<File, WaitError> {
+    let (sender, receiver) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("sandrail-lock".into())
+        .spawn(move || {
+            let locked = file.lock().map(|()| file);
+            // The receiver is gone when the caller gave up: the file drops here.
+            let _ = sender.send(locked);
+        })
+        .map_err(WaitError::Io)?;
+    match receiver.recv_timeout(timeout) {
+        Ok(Ok(file)) => Ok(file),
+        Ok(Err(e)) => Err(WaitError::Io(e)),
+        Err(_) => Err(WaitError::TimedOut),
+    }
+}
+
+#[cfg(unix)]
+fn still_linked(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(held), Ok(current)) => held.dev() == current.dev() && held.ino() == current.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn still_linked(_file: &File, path: &Path) -> bool {
+    path.exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_holder_waits_then_times_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.lock");
+        let _held = SessionLock::acquire(&path, Duration::from_secs(1)).unwrap();
+        let started = Instant::now();
+        let second = SessionLock::acquire(&path, Duration::from_millis(50));
+        assert!(matches!(second, Err(StoreError::LockTimeout(_))));
+        assert!(started.elapsed() >= Duration::from_millis(50));
+    }
+
+    #[test]
+    fn a_waiter_gets_the_lock_when_it_is_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.lock");
+        let held = SessionLock::acquire(&path, Duration::from_secs(1)).unwrap();
+        let waiter = {
+            let path = path.clone();
+            std::thread::spawn(move || SessionLock::acquire(&path, Duration::from_secs(5)))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        let lock = waiter.join().unwrap().unwrap();
+        assert!(lock.waited() >= Duration::from_millis(40));
+    }
+
+    #[test]
+    fn an_abandoned_wait_does_not_keep_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.lock");
+        let held = SessionLock::acquire(&path, Duration::from_secs(1)).unwrap();
+        assert!(SessionLock::acquire(&path, Duration::from_millis(20)).is_err());
+        drop(held);
+        // The abandoned waiter takes the lock and lets it go at once.
+        let again = SessionLock::acquire(&path, Duration::from_secs(2));
+        assert!(again.is_ok());
+    }
+
+    #[test]
+    fn a_removed_lock_file_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.lock");
+        let old = open(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(!still_linked(&old, &path));
+        let lock = SessionLock::acquire(&path, Duration::from_secs(1)).unwrap();
+        assert!(path.exists());
+        drop(lock);
+    }
+}
