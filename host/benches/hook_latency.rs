@@ -8,6 +8,15 @@
 //! - `sandrail hook` on a PreToolUse Write, which the default's stateful
 //!   session-budget counts: the cost of a state transaction and its commit.
 //!
+//! - a force push padded to 2 MiB (`true | true | … git push --force`): the cost
+//!   of the host's shell analysis on the largest commands an agent could send.
+//!
+//! Then the parallel cases, each started all at once, as Claude Code starts the
+//! hooks of parallel tool calls:
+//! - 200 Writes on one session whose session-budget allows 60: wall time, how
+//!   many were allowed and refused, and how long each waited for the session;
+//! - 200 Writes spread over 20 sessions, which never wait for one another.
+//!
 //! `cargo bench -p sandrail --bench hook-latency`; `SANDRAIL_BENCH_RUNS` sets the
 //! number of warm runs (default 300; cold runs are a tenth of that).
 
@@ -103,12 +112,182 @@ fn main() {
             s.median.as_secs_f64() / floor.median.as_secs_f64()
         );
     }
+    let padded_command = format!("{}git push --force", "true | ".repeat((2 << 20) / 7));
+    let padded_payload = pre_tool_use("Bash", serde_json::json!({ "command": padded_command }));
+    let padded = Stats::of(
+        (0..5)
+            .map(|_| spawn(SANDRAIL, &padded_payload, dir, &warm_cache).0)
+            .collect(),
+    );
+    println!(
+        "{:<28} {:>10} {:>10} {:>10} {:>11.2}x",
+        "2 MiB padded force push",
+        ms(padded.median),
+        ms(padded.p99),
+        ms(padded.min),
+        padded.median.as_secs_f64() / floor.median.as_secs_f64()
+    );
     println!();
     println!(
         "targets: warm median <= 3 ms (is {}), warm <= 5x the floor (is {:.2}x)",
         ms(warm.median),
         warm.median.as_secs_f64() / floor.median.as_secs_f64()
     );
+
+    println!();
+    println!("parallel hooks, all started at once (PreToolUse Write, session-budget limit 60)");
+    println!();
+    println!(
+        "{:<30} {:>9} {:>8} {:>8} {:>9} {:>11} {:>11} {:>9}",
+        "case", "wall", "allowed", "refused", "timeouts", "wait p50", "wait max", "stored"
+    );
+    let project = dir.join("parallel");
+    std::fs::create_dir_all(&project).expect("parallel project");
+    std::fs::write(
+        project.join("sandrail.toml"),
+        "[[guardrail]]\nname = \"session-budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\nlimit = 60\n",
+    )
+    .expect("parallel config");
+    for (name, sessions) in [("200 on one session", 1), ("200 over 20 sessions", 20)] {
+        for round in 0..3 {
+            let state = dir.join(format!("parallel-state-{sessions}-{round}"));
+            let payloads: Vec<String> = (0..200)
+                .map(|i| {
+                    let mut p: serde_json::Value =
+                        serde_json::from_str(&write_payload).expect("payload");
+                    p["session_id"] = format!("parallel-{}", i % sessions).into();
+                    p.to_string()
+                })
+                .collect();
+            let result = parallel(&payloads, &project, &state, &warm_cache);
+            println!(
+                "{:<30} {:>9} {:>8} {:>8} {:>9} {:>11} {:>11} {:>9}",
+                format!("{name} (round {})", round + 1),
+                ms(result.wall),
+                result.allowed,
+                result.refused,
+                result.timeouts,
+                ms(result.waits.median),
+                ms(result.waits.max),
+                result.stored.join(",")
+            );
+        }
+    }
+}
+
+/// What a batch of parallel hooks did.
+struct Parallel {
+    wall: Duration,
+    allowed: usize,
+    refused: usize,
+    timeouts: usize,
+    waits: Waits,
+    /// The edit count each session stored, distinct values.
+    stored: Vec<String>,
+}
+
+struct Waits {
+    median: Duration,
+    max: Duration,
+}
+
+/// Starts one hook per payload, all at once, in `project` with state in `state`.
+fn parallel(payloads: &[String], project: &Path, state: &Path, cache: &Path) -> Parallel {
+    let started = Instant::now();
+    let children: Vec<_> = payloads
+        .iter()
+        .map(|_| {
+            Command::new(SANDRAIL)
+                .arg("hook")
+                .current_dir(project)
+                .env("SANDRAIL_STATE_DIR", state)
+                .env("SANDRAIL_CACHE_DIR", cache)
+                .env("CLAUDE_PROJECT_DIR", project)
+                .env("SANDRAIL_LOG", "debug")
+                .env_remove("SANDRAIL_CONFIG")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let outputs: Vec<_> = children
+        .into_iter()
+        .zip(payloads)
+        .map(|(mut child, payload)| {
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(payload.as_bytes());
+            }
+            child.wait_with_output().expect("wait")
+        })
+        .collect();
+    let wall = started.elapsed();
+    let mut waits = Vec::new();
+    let (mut allowed, mut refused, mut timeouts) = (0, 0, 0);
+    for output in &outputs {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if stderr.contains("lock timeout") {
+            timeouts += 1;
+        }
+        for line in stderr.lines() {
+            if let Some(rest) = line.strip_prefix("sandrail: waited ")
+                && let Some(value) = rest.split(' ').next().and_then(|v| v.parse::<f64>().ok())
+            {
+                waits.push(Duration::from_secs_f64(value / 1000.0));
+            }
+        }
+        if output.stdout.is_empty() {
+            allowed += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    waits.sort_unstable();
+    let waits = Waits {
+        median: waits.get(waits.len() / 2).copied().unwrap_or_default(),
+        max: waits.last().copied().unwrap_or_default(),
+    };
+    let mut sessions: Vec<String> = payloads
+        .iter()
+        .filter_map(|p| {
+            let p: serde_json::Value = serde_json::from_str(p).ok()?;
+            Some(p["session_id"].as_str()?.to_owned())
+        })
+        .collect();
+    sessions.sort();
+    sessions.dedup();
+    let mut stored: Vec<String> = sessions
+        .iter()
+        .map(|session| {
+            let out = Command::new(SANDRAIL)
+                .args([
+                    "state",
+                    "get",
+                    "edits",
+                    "--session",
+                    session,
+                    "--guardrail",
+                    "session-budget",
+                ])
+                .current_dir(project)
+                .env("SANDRAIL_STATE_DIR", state)
+                .env("CLAUDE_PROJECT_DIR", project)
+                .output()
+                .expect("state get");
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        })
+        .collect();
+    stored.sort();
+    stored.dedup();
+    Parallel {
+        wall,
+        allowed,
+        refused,
+        timeouts,
+        waits,
+        stored,
+    }
 }
 
 /// Runs one process with the payload on stdin; the wall time and whether it succeeded.

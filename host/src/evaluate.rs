@@ -141,8 +141,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                     "the state of this event could not be saved (at guardrail '{}'): {e}",
                     guardrail.name
                 );
-                eprintln!("sandrail: {why}");
-                host_failure(&mut decision, config, &why);
+                report_lost_state(&mut decision, config, &why);
                 unavailable = format!("the state store failed during this event: {e}");
             }
         }
@@ -164,19 +163,23 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     if let Some(txn) = txn
         && let Err(e) = txn.commit()
     {
-        // What the guardrails counted for this event is lost: say so, and let the
-        // failure policy decide whether the event may still proceed.
         let why = format!("the state of this event could not be saved: {e}");
-        eprintln!(
-            "sandrail: {why}; what the guardrails recorded for this event is lost{}",
-            match config.on_error {
-                OnError::Allow => " (on_error = \"allow\": the event proceeds as decided)",
-                OnError::Deny => " (on_error = \"deny\": the event is refused)",
-            }
-        );
-        host_failure(&mut decision, config, &why);
+        report_lost_state(&mut decision, config, &why);
     }
     decision
+}
+
+/// What the guardrails recorded for this event is lost: say so, and let the failure
+/// policy decide whether the event may still proceed.
+fn report_lost_state(decision: &mut Decision, config: &Config, why: &str) {
+    eprintln!(
+        "sandrail: {why}; what the guardrails recorded for this event is lost{}",
+        match config.on_error {
+            OnError::Allow => " (on_error = \"allow\": the event proceeds as decided)",
+            OnError::Deny => " (on_error = \"deny\": the event is refused)",
+        }
+    );
+    host_failure(decision, config, why);
 }
 
 /// Under `on_error = "deny"`, refuses the event because sandrail itself failed.

@@ -151,6 +151,15 @@ impl SessionFiles {
     }
 }
 
+/// Creates `path` readable by its owner only, if it does not exist.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map(drop)
+}
+
 /// One session's state, held by this process until dropped.
 pub struct SessionStore {
     db: Database,
@@ -170,10 +179,13 @@ impl SessionStore {
             }
         })?;
         let lock = SessionLock::acquire(&files.lock, timeout)?;
-        let db = Database::create(&files.database).map_err(|source| StoreError::Open {
+        let open_error = |source| StoreError::Open {
             path: files.database.clone(),
             source,
-        })?;
+        };
+        // Created owner-only before redb initialises it, as the directory is.
+        create_private_file(&files.database).map_err(|e| open_error(e.into()))?;
+        let db = Database::create(&files.database).map_err(open_error)?;
         Ok(SessionStore {
             db,
             session: session.to_owned(),

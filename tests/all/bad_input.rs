@@ -234,3 +234,61 @@ fn a_corrupt_database_is_reported_and_left_alone() {
         b"this is not a redb file"
     );
 }
+
+/// A fill of `count` values of 60 KB each, which needs the database file to grow.
+fn fill_config(count: usize, settings: &str) -> String {
+    format!(
+        "{settings}{}",
+        probe_config(&[(
+            "probe",
+            &format!("[guardrail.config]\naction = \"fill\"\ncount = {count}\nsize = 60000\n"),
+        )])
+    )
+}
+
+#[cfg(unix)]
+#[test]
+fn a_commit_that_fails_is_reported_and_follows_on_error() {
+    let project = Project::new();
+    project.config(&fill_config(3, ""));
+    assert_eq!(
+        project.hook(&bash("sess-full", "ls")).context(),
+        "[probe] refused: None; listed: 3"
+    );
+    // The disk is full: no file may grow (and the signal that would kill the
+    // process for trying is ignored, as a full disk does not send it).
+    let disk_full = |project: &Project| {
+        let cmd = project.cmd_after("trap '' XFSZ; ulimit -f 1");
+        project.hook_with(cmd, &bash("sess-full", "ls"))
+    };
+    project.config(&fill_config(10, ""));
+    let run = disk_full(&project);
+    assert_eq!(run.code(), Some(0));
+    // on_error = "allow" (the default): reported, and the event proceeds as decided.
+    assert!(
+        run.stderr().contains("the state of this event could not be saved")
+            && run.stderr().contains("what the guardrails recorded for this event is lost (on_error = \"allow\": the event proceeds as decided)"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(run.context(), "[probe] refused: None; listed: 10");
+    // on_error = "deny": the event is refused, naming the cause.
+    project.config(&fill_config(10, "[settings]\non_error = \"deny\"\n"));
+    let run = disk_full(&project);
+    let answer = run.answer();
+    let reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.starts_with(
+            "[sandrail] Refused because sandrail failed (the state of this event could not be saved"
+        ),
+        "{answer}"
+    );
+    // Nothing of the failed events was kept, and the database still opens.
+    project.config(&fill_config(0, ""));
+    assert_eq!(
+        project.hook(&bash("sess-full", "ls")).context(),
+        "[probe] refused: None; listed: 3"
+    );
+}

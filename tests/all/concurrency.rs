@@ -8,7 +8,14 @@ use crate::support::*;
 
 /// Starts `n` hook processes at once on `payload` and collects their outputs.
 fn hooks_at_once(project: &Project, n: usize, payload: &[u8]) -> Vec<Run> {
-    let children: Vec<_> = (0..n)
+    let payloads: Vec<&[u8]> = (0..n).map(|_| payload).collect();
+    hooks_at_once_on(project, &payloads)
+}
+
+/// Starts one hook process per payload, all at once, and collects their outputs.
+fn hooks_at_once_on(project: &Project, payloads: &[&[u8]]) -> Vec<Run> {
+    let children: Vec<_> = payloads
+        .iter()
         .map(|_| {
             let mut cmd: Command = project.cmd();
             cmd.arg("hook")
@@ -21,7 +28,8 @@ fn hooks_at_once(project: &Project, n: usize, payload: &[u8]) -> Vec<Run> {
         .collect();
     children
         .into_iter()
-        .map(|mut child| {
+        .zip(payloads)
+        .map(|(mut child, payload)| {
             let mut stdin = child.stdin.take().expect("stdin");
             stdin.write_all(payload).expect("write payload");
             drop(stdin);
@@ -56,6 +64,59 @@ fn fifty_parallel_hooks_on_one_session_lose_no_write() {
         project.state("sess-par", "budget"),
         [("edits".to_owned(), "30".to_owned())]
     );
+}
+
+#[test]
+fn two_hundred_parallel_hooks_on_one_session_keep_an_exact_budget() {
+    let project = Project::new();
+    // Default settings: the lock timeout is not raised for this.
+    project.config(
+        "[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\nlimit = 60\n",
+    );
+    let runs = hooks_at_once(&project, 200, &write("sess-200", "/home/dev/project/a.rs"));
+    let mut allowed = 0;
+    let mut refused = 0;
+    for run in &runs {
+        assert_eq!(run.code(), Some(0), "{}", run.stderr());
+        assert!(!run.stderr().contains("lock timeout"), "{}", run.stderr());
+        if run.stdout().is_empty() {
+            allowed += 1;
+        } else {
+            let reason = run.deny_reason().expect("a refusal");
+            assert!(reason.starts_with("[budget/edit-limit]"), "{reason}");
+            refused += 1;
+        }
+    }
+    assert_eq!((allowed, refused), (60, 140));
+    assert_eq!(
+        project.state("sess-200", "budget"),
+        [("edits".to_owned(), "60".to_owned())]
+    );
+}
+
+#[test]
+fn two_hundred_parallel_hooks_over_twenty_sessions_never_wait_out_the_lock() {
+    let project = Project::new();
+    project.config(&probe_config(&[(
+        "probe",
+        "[guardrail.config]\naction = \"count\"\n",
+    )]));
+    let payloads: Vec<Vec<u8>> = (0..200)
+        .map(|i| bash(&format!("sess-spread-{}", i % 20), "ls"))
+        .collect();
+    let borrowed: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+    let runs = hooks_at_once_on(&project, &borrowed);
+    for run in &runs {
+        assert_eq!(run.code(), Some(0), "{}", run.stderr());
+        assert!(!run.stderr().contains("lock timeout"), "{}", run.stderr());
+        assert!(run.context().starts_with("[probe] n="), "{}", run.stderr());
+    }
+    for session in 0..20 {
+        assert_eq!(
+            project.state(&format!("sess-spread-{session}"), "probe"),
+            [("n".to_owned(), "10".to_owned())]
+        );
+    }
 }
 
 #[test]

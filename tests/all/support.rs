@@ -51,7 +51,18 @@ impl Project {
 
     /// A `sandrail` command run in this project.
     pub fn cmd(&self) -> Command {
-        let mut cmd = Command::new(BIN);
+        self.command(Command::new(BIN))
+    }
+
+    /// A `sandrail` command that `sh` starts after running `setup` (such as a
+    /// `ulimit`), so the limits it sets are sandrail's.
+    pub fn cmd_after(&self, setup: &str) -> Command {
+        let mut sh = Command::new("sh");
+        sh.args(["-c", &format!("{setup}; exec \"$0\" \"$@\""), BIN]);
+        self.command(sh)
+    }
+
+    fn command(&self, mut cmd: Command) -> Command {
         cmd.current_dir(self.dir())
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
