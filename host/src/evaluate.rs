@@ -38,7 +38,8 @@ pub struct Dirs {
 /// start) follows the config's `on_error`.
 ///
 /// Nothing costly starts before this process holds the session's state: while
-/// many hooks of one session wait their turn, each has only read its components.
+/// many hooks of one session wait their turn, each has only read its components
+/// and derived the event's facts; the holder then runs the guardrails and commits.
 pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     let mut decision = Decision::default();
     let matching = config.matching(input.kind, input.tool_name.as_deref());
@@ -55,6 +56,10 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     if prepared.is_empty() {
         return decision;
     }
+
+    // The turn and the facts need no state: worked out before the session is held,
+    // so that holding it costs only the guardrails' calls and the commit.
+    let base_event = base_event(input);
 
     let stateful: Vec<&str> = prepared
         .iter()
@@ -106,7 +111,6 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         })
         .collect();
 
-    let base_event = base_event(input);
     for (guardrail, component) in &loaded {
         if component.uses_state && state_lost {
             continue;

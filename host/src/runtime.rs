@@ -212,9 +212,16 @@ impl Runtime {
                 .await
                 .map_err(CallFailed::Call)
         };
+        let started = std::time::Instant::now();
         let result = self
             .executor
             .block_on(async { tokio::time::timeout(limits.timeout, call).await });
+        if crate::debug_logging() {
+            eprintln!(
+                "sandrail: [{name}] ran in {:.2} ms",
+                started.elapsed().as_secs_f64() * 1000.0
+            );
+        }
         let result = match result {
             Ok(Ok(verdict)) => Ok(verdict),
             Ok(Err(failed)) => Err(failed.classify(&store, limits)),

@@ -78,26 +78,23 @@ impl Project {
         self.hook_with(self.cmd(), payload)
     }
 
-    pub fn hook_with(&self, mut cmd: Command, payload: &[u8]) -> Run {
-        let mut child = cmd
-            .arg("hook")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn sandrail");
-        let mut stdin = child.stdin.take().expect("stdin");
-        // The binary may stop reading early (an oversized payload); that is fine.
-        let _ = stdin.write_all(payload);
-        drop(stdin);
-        Run(child.wait_with_output().expect("wait for sandrail"))
+    pub fn hook_with(&self, cmd: Command, payload: &[u8]) -> Run {
+        self.hook_limited(cmd, payload, None)
     }
 
     /// Runs `sandrail hook`, failing the test if it has not finished within `limit`
     /// (killing it first, so a hang cannot stall the suite).
     pub fn hook_within(&self, payload: &[u8], limit: std::time::Duration) -> Run {
-        let mut child = self
-            .cmd()
+        self.hook_limited(self.cmd(), payload, Some(limit))
+    }
+
+    fn hook_limited(
+        &self,
+        mut cmd: Command,
+        payload: &[u8],
+        limit: Option<std::time::Duration>,
+    ) -> Run {
+        let mut child = cmd
             .arg("hook")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -114,10 +111,14 @@ impl Project {
         let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
         let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
         let mut stdin = child.stdin.take().expect("stdin");
+        // The binary may stop reading early (an oversized payload); that is fine.
         let _ = stdin.write_all(payload);
         drop(stdin);
         let started = std::time::Instant::now();
         let status = loop {
+            let Some(limit) = limit else {
+                break child.wait().expect("wait for sandrail");
+            };
             if let Some(status) = child.try_wait().expect("poll sandrail") {
                 break status;
             }
@@ -130,7 +131,7 @@ impl Project {
                     String::from_utf8_lossy(&stderr)
                 );
             }
-            std::thread::sleep(std::time::Duration::from_millis(10));
+            std::thread::sleep(std::time::Duration::from_millis(5));
         };
         Run(Output {
             status,
