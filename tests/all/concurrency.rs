@@ -40,7 +40,7 @@ fn hooks_at_once_on(project: &Project, payloads: &[&[u8]]) -> Vec<Run> {
 
 #[test]
 fn two_hundred_parallel_hooks_on_one_session_keep_an_exact_budget() {
-    let project = Project::new();
+    let project = Project::alone();
     // Default settings: the lock timeout is not raised for this.
     project.config(
         "[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\nlimit = 60\n",
@@ -68,7 +68,7 @@ fn two_hundred_parallel_hooks_on_one_session_keep_an_exact_budget() {
 
 #[test]
 fn two_hundred_parallel_hooks_over_twenty_sessions_never_wait_out_the_lock() {
-    let project = Project::new();
+    let project = Project::alone();
     project.config(&probe_config(&[(
         "probe",
         "[guardrail.config]\naction = \"count\"\n",
@@ -93,7 +93,7 @@ fn two_hundred_parallel_hooks_over_twenty_sessions_never_wait_out_the_lock() {
 
 #[test]
 fn parallel_counters_count_every_event() {
-    let project = Project::new();
+    let project = Project::alone();
     project.config(&probe_config(&[(
         "probe",
         "[guardrail.config]\naction = \"count\"\n",
@@ -122,7 +122,7 @@ fn parallel_counters_count_every_event() {
 fn a_held_lock_times_out_and_the_event_is_still_judged() {
     let project = Project::new();
     // The holder spins with the state transaction open, for up to 3 s.
-    let holder_dir = Project::new();
+    let holder_dir = project.another();
     let holder_config = probe_config(&[(
         "probe",
         "[limits]\ntimeout_ms = 3000\n[guardrail.config]\naction = \"spin\"\n",

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde_json::{Value, json};
 
@@ -14,13 +15,45 @@ pub const PROBE: &str = env!("SANDRAIL_TEST_GUARDRAIL_PROBE");
 /// One scratch project: a temp dir holding the project, the state and the cache.
 pub struct Project {
     pub root: tempfile::TempDir,
+    _machine: MachineShare,
 }
+
+/// How a test shares the machine. Guardrails run under wall-clock deadlines, so a
+/// test that starts hundreds of processes at once runs alone: the others would
+/// otherwise see their guardrails time out for want of CPU.
+enum MachineShare {
+    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
+    /// Another project of a test that already holds its share.
+    Within,
+}
+
+static MACHINE: RwLock<()> = RwLock::new(());
 
 impl Project {
     pub fn new() -> Project {
+        let share = MachineShare::Shared(MACHINE.read().unwrap_or_else(PoisonError::into_inner));
+        Project::with(share)
+    }
+
+    /// A project for a test that loads the whole machine: no other test runs meanwhile.
+    pub fn alone() -> Project {
+        let share = MachineShare::Alone(MACHINE.write().unwrap_or_else(PoisonError::into_inner));
+        Project::with(share)
+    }
+
+    /// A second project for the same test, under the share the test already has.
+    pub fn another(&self) -> Project {
+        Project::with(MachineShare::Within)
+    }
+
+    fn with(share: MachineShare) -> Project {
         let root = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(root.path().join("project")).expect("project dir");
-        Project { root }
+        Project {
+            root,
+            _machine: share,
+        }
     }
 
     pub fn dir(&self) -> PathBuf {
