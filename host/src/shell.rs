@@ -23,30 +23,44 @@ pub struct Analysis {
     pub too_deep: bool,
 }
 
+/// Every command a line runs, collected. For large lines prefer [`visit`], which
+/// holds one command at a time.
 pub fn analyse(line: &str) -> Analysis {
-    let mut analysis = Analysis::default();
-    collect(line, 0, &mut analysis);
-    analysis
+    let mut commands = Vec::new();
+    let too_deep = visit(line, &mut |argv| commands.push(argv));
+    Analysis { commands, too_deep }
 }
 
-fn collect(line: &str, depth: usize, out: &mut Analysis) {
+/// Calls `each` with every simple command the line runs, in order, as soon as it
+/// is found; true when the line nests deeper than [`MAX_DEPTH`]. Time is linear in
+/// the line, and memory is the line plus one command.
+pub fn visit(line: &str, each: &mut dyn FnMut(Vec<String>)) -> bool {
+    collect(line, 0, each)
+}
+
+fn collect(line: &str, depth: usize, out: &mut dyn FnMut(Vec<String>)) -> bool {
     let chars: Vec<char> = line.chars().collect();
-    let mut lexer = Lexer::new(&chars, depth, Mode::Commands);
-    lexer.run(0);
-    out.too_deep |= lexer.too_deep;
-    for argv in lexer.commands {
+    let mut scripts_too_deep = false;
+    let mut on_command = |argv: Vec<String>| {
         let argv = unwrap(argv);
         if argv.is_empty() {
-            continue;
+            return;
         }
-        out.commands
-            .extend(find_exec_commands(&argv).into_iter().map(unwrap));
+        for command in find_exec_commands(&argv) {
+            out(unwrap(command));
+        }
         match inline_script(&argv) {
-            Some(_) if depth >= MAX_DEPTH => out.too_deep = true,
-            Some(script) => collect(&script, depth + 1, out),
-            None => out.commands.push(argv),
+            Some(_) if depth >= MAX_DEPTH => scripts_too_deep = true,
+            Some(script) => scripts_too_deep |= collect(&script, depth + 1, out),
+            None => out(argv),
         }
-    }
+    };
+    let lexed_too_deep = {
+        let mut lexer = Lexer::new(&chars, depth, Mode::Commands, &mut on_command);
+        lexer.run(0);
+        lexer.too_deep
+    };
+    lexed_too_deep || scripts_too_deep
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,12 +78,13 @@ struct Heredoc {
     expands: bool,
 }
 
-/// Splits command text into simple commands of unquoted words.
-struct Lexer<'a> {
+/// Splits command text into simple commands of unquoted words, handing each to
+/// its sink as it ends.
+struct Lexer<'a, 's> {
     chars: &'a [char],
     depth: usize,
     mode: Mode,
-    commands: Vec<Vec<String>>,
+    sink: &'s mut dyn FnMut(Vec<String>),
     argv: Vec<String>,
     word: String,
     in_word: bool,
@@ -85,14 +100,19 @@ struct Lexer<'a> {
     too_deep: bool,
 }
 
-impl<'a> Lexer<'a> {
-    fn new(chars: &'a [char], depth: usize, mode: Mode) -> Self {
+impl<'a, 's> Lexer<'a, 's> {
+    fn new(
+        chars: &'a [char],
+        depth: usize,
+        mode: Mode,
+        sink: &'s mut dyn FnMut(Vec<String>),
+    ) -> Self {
         Lexer {
             in_substitution: false,
             chars,
             depth,
             mode,
-            commands: Vec::new(),
+            sink,
             argv: Vec::new(),
             word: String::new(),
             in_word: false,
@@ -132,7 +152,7 @@ impl<'a> Lexer<'a> {
         self.end_word();
         let argv = std::mem::take(&mut self.argv);
         if self.mode == Mode::Commands && !argv.is_empty() {
-            self.commands.push(argv);
+            (self.sink)(argv);
         }
     }
 
@@ -296,9 +316,9 @@ impl<'a> Lexer<'a> {
             }
             if heredoc.expands {
                 let chars: Vec<char> = body.chars().collect();
-                let mut expansion = Lexer::new(&chars, self.depth, Mode::Data);
+                let mut expansion = Lexer::new(&chars, self.depth, Mode::Data, &mut *self.sink);
                 expansion.substitutions_only();
-                self.absorb(expansion);
+                self.too_deep |= expansion.too_deep;
             }
         }
         i
@@ -373,10 +393,10 @@ impl<'a> Lexer<'a> {
             self.too_deep = true;
             return skip_balanced(self.chars, start);
         }
-        let mut inner = Lexer::new(self.chars, self.depth + 1, mode);
+        let mut inner = Lexer::new(self.chars, self.depth + 1, mode, &mut *self.sink);
         inner.in_substitution = true;
         let end = inner.run(start);
-        self.absorb(inner);
+        self.too_deep |= inner.too_deep;
         end
     }
 
@@ -398,16 +418,11 @@ impl<'a> Lexer<'a> {
             self.too_deep = true;
         } else {
             let chars: Vec<char> = inner.chars().collect();
-            let mut lexer = Lexer::new(&chars, self.depth + 1, Mode::Commands);
+            let mut lexer = Lexer::new(&chars, self.depth + 1, Mode::Commands, &mut *self.sink);
             lexer.run(0);
-            self.absorb(lexer);
+            self.too_deep |= lexer.too_deep;
         }
         i + 1
-    }
-
-    fn absorb(&mut self, other: Lexer<'_>) {
-        self.commands.extend(other.commands);
-        self.too_deep |= other.too_deep;
     }
 }
 

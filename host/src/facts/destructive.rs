@@ -33,9 +33,13 @@ const GLOBAL_OPTIONS_WITH_VALUE: &[&str] = &[
 
 /// The first destructive command in a shell command line.
 pub fn find(command_line: &str) -> Option<Reason> {
-    let analysis = shell::analyse(command_line);
-    let found = analysis.commands.iter().find_map(|argv| judge(argv));
-    found.or(analysis.too_deep.then_some(UNANALYSABLE))
+    let mut found = None;
+    let too_deep = shell::visit(command_line, &mut |argv| {
+        if found.is_none() {
+            found = judge(&argv);
+        }
+    });
+    found.or(too_deep.then_some(UNANALYSABLE))
 }
 
 /// Judges one simple command. A program name the shell computes (`$(which git)`,
