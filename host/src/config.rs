@@ -90,6 +90,7 @@ struct RawGuardrail {
     config: toml::Table,
     #[serde(default)]
     limits: RawLimits,
+    enforcement: Option<crate::escalation::RawEnforcement>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -203,6 +204,8 @@ pub struct Guardrail {
     /// The `config` table, handed to the guardrail as JSON.
     pub config: serde_json::Value,
     pub limits: Limits,
+    /// How this guardrail's violations escalate; `None`: every violation refuses.
+    pub enforcement: Option<crate::escalation::Enforcement>,
 }
 
 impl Guardrail {
@@ -413,6 +416,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
             "limits.state_mib must be between 1 and {max_state_mib}"
         ));
     }
+    let enforcement = g.enforcement.map(|e| e.validate()).transpose()?;
     Ok(Guardrail {
         name: g.name,
         source,
@@ -427,6 +431,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
             memory_bytes: (memory_mib as usize) << 20,
             state_bytes: state_mib << 20,
         },
+        enforcement,
     })
 }
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::config::{Config, Guardrail, OnError};
+use crate::escalation::{self, Enforcement, Escalated, Level};
 use crate::guest_text;
 use crate::protocol::{self, Decision, HookInput};
 use crate::runtime::{self, Loaded, Prepared, RunError, Runtime, wit};
@@ -66,9 +67,12 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         .filter(|(_, p)| p.uses_state)
         .map(|(g, _)| g.name.as_str())
         .collect();
+    // Escalation keeps its counters in the session too.
+    let needs_state = !stateful.is_empty() || prepared.iter().any(|(g, _)| g.enforcement.is_some());
+    let now = crate::clock::now();
     let mut unavailable = String::from("no guardrail of this event imports state");
     let mut txn = None;
-    if !stateful.is_empty() {
+    if needs_state {
         match begin_state(
             dirs.state.as_deref(),
             &input.session_id,
@@ -76,11 +80,18 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         ) {
             Ok(begun) => txn = Some(begun),
             Err(failure) => {
-                // Without their state these guardrails cannot judge; the others can.
-                eprintln!(
-                    "sandrail: {failure}; skipping the guardrails that keep state ({}) for this event",
-                    stateful.join(", ")
-                );
+                // Without their state these guardrails cannot judge; the others can,
+                // and escalation falls back to each rule's default level.
+                if stateful.is_empty() {
+                    eprintln!(
+                        "sandrail: {failure}; violations are not counted for this event and answer at their rule's default level"
+                    );
+                } else {
+                    eprintln!(
+                        "sandrail: {failure}; skipping the guardrails that keep state ({}) for this event",
+                        stateful.join(", ")
+                    );
+                }
                 // Waiting out another process is not a failure; an unusable store is.
                 if !failure.is_lock_timeout() {
                     host_failure(&mut decision, config, &failure.to_string());
@@ -151,6 +162,12 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         }
         match verdict {
             Ok(verdict) => {
+                let verdict = match (verdict, &guardrail.enforcement) {
+                    (wit::Verdict::Violation(v), Some(enforcement)) => {
+                        escalate(&mut txn, guardrail, enforcement, v, input, now)
+                    }
+                    (verdict, _) => Judged::from(verdict),
+                };
                 if record(&mut decision, &guardrail.name, verdict)
                     && protocol::can_refuse(input.kind)
                 {
@@ -302,28 +319,121 @@ fn check_verdict(verdict: wit::Verdict) -> Result<wit::Verdict, String> {
     Ok(verdict)
 }
 
+/// A verdict after escalation: what the guardrail's answer comes to.
+enum Judged {
+    Pass,
+    Note(String),
+    /// A deny, or a violation without enforcement: refuses outright.
+    Refuse {
+        author: String,
+        text: String,
+    },
+    /// A violation with enforcement, at its level; `text` is `None` for silent.
+    Escalated {
+        author: String,
+        level: Level,
+        text: Option<String>,
+    },
+}
+
+impl From<wit::Verdict> for Judged {
+    fn from(verdict: wit::Verdict) -> Self {
+        match verdict {
+            wit::Verdict::Pass => Judged::Pass,
+            wit::Verdict::Note(text) => Judged::Note(text),
+            wit::Verdict::Deny(text) => Judged::Refuse {
+                author: String::new(),
+                text,
+            },
+            wit::Verdict::Violation(v) => Judged::Refuse {
+                author: format!("/{}", v.rule),
+                text: v.message,
+            },
+        }
+    }
+}
+
+/// Counts a violation of a guardrail with enforcement and resolves its level.
+/// Without the session's state (the lock timed out) nothing is counted and the
+/// rule answers at its default level, as the first violation of a session would
+/// before any threshold.
+fn escalate(
+    txn: &mut Option<StateTxn>,
+    guardrail: &Guardrail,
+    enforcement: &Enforcement,
+    violation: wit::Violation,
+    input: &HookInput,
+    now: u64,
+) -> Judged {
+    let ladder = enforcement.ladder(&violation.rule);
+    let tool = input.tool_name.as_deref();
+    let escalated = match txn.as_mut() {
+        Some(txn) => match txn.escalate(&guardrail.name, &violation.rule, ladder, tool, now) {
+            Ok(escalated) => Some(escalated),
+            Err(e) => {
+                eprintln!(
+                    "sandrail: cannot count a violation of '{}/{}': {e}; it answers at its default level",
+                    guardrail.name, violation.rule
+                );
+                None
+            }
+        },
+        None => None,
+    };
+    let escalated = escalated.unwrap_or(Escalated {
+        counter: 0,
+        level: ladder.default_level,
+        next_threshold: ladder.next_threshold(0),
+    });
+    let text = escalation::render(
+        &enforcement.templates,
+        &escalation::Vars {
+            guardrail: &guardrail.name,
+            rule: &violation.rule,
+            message: &violation.message,
+            tool_name: tool.unwrap_or(""),
+            escalated: &escalated,
+        },
+    );
+    Judged::Escalated {
+        author: format!("/{}", violation.rule),
+        level: escalated.level,
+        text,
+    }
+}
+
 /// Adds a verdict to the decision; true when it refuses the event.
-fn record(decision: &mut Decision, guardrail: &str, verdict: wit::Verdict) -> bool {
-    match verdict {
-        wit::Verdict::Pass => false,
-        wit::Verdict::Note(text) => {
+fn record(decision: &mut Decision, guardrail: &str, judged: Judged) -> bool {
+    match judged {
+        Judged::Pass => false,
+        Judged::Note(text) => {
             let author = format!("[{guardrail}]");
             decision.notes.push(guest_text::attributed(&author, &text));
             false
         }
-        wit::Verdict::Deny(reason) => {
-            let author = format!("[{guardrail}]");
+        Judged::Refuse { author, text } => {
+            let author = format!("[{guardrail}{author}]");
             decision
                 .refusals
-                .push(guest_text::attributed(&author, &reason));
+                .push(guest_text::attributed(&author, &text));
             true
         }
-        wit::Verdict::Violation(v) => {
-            let author = format!("[{guardrail}/{}]", v.rule);
-            decision
-                .refusals
-                .push(guest_text::attributed(&author, &v.message));
-            true
+        Judged::Escalated {
+            author,
+            level,
+            text,
+        } => {
+            let Some(text) = text else {
+                return false;
+            };
+            let text = guest_text::attributed(&format!("[{guardrail}{author}]"), &text);
+            if level.blocks() {
+                decision.refusals.push(text);
+                true
+            } else {
+                decision.notes.push(text);
+                false
+            }
         }
     }
 }

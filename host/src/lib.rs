@@ -14,11 +14,15 @@
 //! - [`guest_text`]: a guardrail's text made safe to show
 //! - [`store`]: guardrail state in redb
 //! - [`runtime`]: wasmtime, the component cache and the sandbox
+//! - [`escalation`]: levels, counters' thresholds and messages
+//! - [`clock`]: the current time (`SANDRAIL_NOW` in tests)
 //! - [`evaluate`]: running the guardrails and combining their verdicts
 //! - [`hook`]: the `sandrail hook` command end to end
 
 pub mod builtins;
+pub mod clock;
 pub mod config;
+pub mod escalation;
 pub mod evaluate;
 pub mod event;
 pub mod facts;

@@ -27,12 +27,17 @@ use redb::{
 
 pub use lock::SessionLock;
 
+use crate::escalation::{Escalated, Ladder, Level};
+
 /// (guardrail, key) → value, within one session's database.
 type EntryKey = (&'static str, &'static str);
 const ENTRIES: TableDefinition<EntryKey, &str> = TableDefinition::new("entries");
 /// guardrail → (keys, bytes) its keyspace holds, so limits are checked without
 /// walking the keyspace.
 const KEYSPACES: TableDefinition<&str, (u64, u64)> = TableDefinition::new("keyspaces");
+/// (guardrail, rule) → the rule's escalation in this session, as JSON ([`RuleState`]).
+/// The host's own records: no guardrail reaches this table.
+const RULES: TableDefinition<(&str, &str), &str> = TableDefinition::new("rules");
 /// Facts about the database itself: which session it holds.
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 const META_SESSION: &str = "session_id";
@@ -78,6 +83,8 @@ pub enum StoreError {
     },
     #[error("state database error: {0}")]
     Database(#[from] redb::Error),
+    #[error("cannot encode a state record: {0}")]
+    Encode(serde_json::Error),
 }
 
 impl From<redb::StorageError> for StoreError {
@@ -246,6 +253,27 @@ impl StateReader {
         }
     }
 
+    /// Every rule's escalation in this session, in (guardrail, rule) order.
+    pub fn rules(&self) -> Result<Vec<RuleRecord>, StoreError> {
+        let table = match self.txn.open_table(RULES) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for item in table.iter()? {
+            let (k, v) = item?;
+            let (guardrail, rule) = k.value();
+            let state = serde_json::from_str(v.value()).unwrap_or_default();
+            out.push(RuleRecord {
+                guardrail: guardrail.to_owned(),
+                rule: rule.to_owned(),
+                state,
+            });
+        }
+        Ok(out)
+    }
+
     pub fn get(&self, guardrail: &str, key: &str) -> Result<Option<String>, StoreError> {
         match self.entries()? {
             Some(table) => value_of(&table, guardrail, key),
@@ -293,6 +321,37 @@ impl StateTxn {
 
     fn get(&self, guardrail: &str, key: &str) -> Result<Option<String>, StoreError> {
         value_of(&self.txn.open_table(ENTRIES)?, guardrail, key)
+    }
+
+    /// Counts one violation of `rule` and resolves its level: the counter rises
+    /// first, and the level never falls.
+    pub fn escalate(
+        &mut self,
+        guardrail: &str,
+        rule: &str,
+        ladder: &Ladder,
+        tool: Option<&str>,
+        now: u64,
+    ) -> Result<Escalated, StoreError> {
+        let mut table = self.txn.open_table(RULES)?;
+        let mut state: RuleState = match table.get((guardrail, rule))? {
+            // A record this version cannot read starts the rule afresh rather than
+            // failing the event.
+            Some(text) => serde_json::from_str(text.value()).unwrap_or_default(),
+            None => RuleState::default(),
+        };
+        state.counter += 1;
+        state.level = state.level.max(ladder.resolve(state.counter));
+        state.last_violation_at = Some(now);
+        state.last_violation_tool = tool.map(str::to_owned);
+        let text = serde_json::to_string(&state).map_err(StoreError::Encode)?;
+        table.insert((guardrail, rule), text.as_str())?;
+        self.dirty = true;
+        Ok(Escalated {
+            counter: state.counter,
+            level: state.level,
+            next_threshold: ladder.next_threshold(state.counter),
+        })
     }
 
     fn list(
@@ -352,6 +411,38 @@ impl StateTxn {
         self.dirty = true;
         Ok(())
     }
+}
+
+/// One rule's escalation in one session.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RuleState {
+    /// Violations so far; never falls within a session.
+    pub counter: u64,
+    /// The highest level reached; never falls within a session.
+    pub level: Level,
+    /// When the last violation was, in seconds since the epoch.
+    pub last_violation_at: Option<u64>,
+    /// The tool of the last violation.
+    pub last_violation_tool: Option<String>,
+}
+
+impl Default for RuleState {
+    fn default() -> Self {
+        RuleState {
+            counter: 0,
+            level: Level::Silent,
+            last_violation_at: None,
+            last_violation_tool: None,
+        }
+    }
+}
+
+/// A rule's escalation, with whose it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleRecord {
+    pub guardrail: String,
+    pub rule: String,
+    pub state: RuleState,
 }
 
 /// What a keyspace holds.

@@ -13,7 +13,7 @@ fn hooks_at_once(project: &Project, n: usize, payload: &[u8]) -> Vec<Run> {
 }
 
 /// Starts one hook process per payload, all at once, and collects their outputs.
-fn hooks_at_once_on(project: &Project, payloads: &[&[u8]]) -> Vec<Run> {
+pub fn hooks_at_once_on(project: &Project, payloads: &[&[u8]]) -> Vec<Run> {
     let children: Vec<_> = payloads
         .iter()
         .map(|_| {

@@ -1,0 +1,239 @@
+//! Escalation: counters per session, guardrail and rule; five levels; messages from
+//! templates; the chain stopping at the first block.
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// The seed's ladder, with a template that shows the counter and the level.
+const SEED_LADDER: &str = "[guardrail.enforcement]\ndefault_level = \"silent\"\nescalation = [{after = 1, level = \"nudge\"}, {after = 3, level = \"warning\"}, {after = 5, level = \"soft_block\"}]\nnudge = \"n={counter} {level} next={threshold}\"\nwarning = \"w={counter} {level} next={threshold}\"\nblock = \"b={counter} {level} {message}\"\n";
+
+fn violating(name: &str, rule: &str, extra: &str) -> String {
+    probe_config(&[(
+        name,
+        &format!(
+            "{extra}[guardrail.config]\naction = \"violation\"\nkey = \"{rule}\"\nvalue = \"search first\"\n"
+        ),
+    )])
+}
+
+/// What the agent was told: (decision, text).
+fn told(run: &Run) -> (String, String) {
+    if run.stdout().trim().is_empty() {
+        return ("silent".into(), String::new());
+    }
+    let answer: Value = run.answer();
+    let specific = &answer["hookSpecificOutput"];
+    match specific["permissionDecision"].as_str() {
+        Some(decision) => (
+            decision.to_owned(),
+            specific["permissionDecisionReason"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned(),
+        ),
+        None => (
+            "context".into(),
+            specific["additionalContext"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned(),
+        ),
+    }
+}
+
+#[test]
+fn the_seeds_table_comes_out_exactly() {
+    let project = Project::new();
+    project.config(&violating(
+        "search-first",
+        "write-without-search",
+        SEED_LADDER,
+    ));
+    let mut seen = Vec::new();
+    for i in 0..7 {
+        let run = project.hook(&write("sess-esc", &format!("/home/dev/project/f{i}.rs")));
+        assert_eq!(run.code(), Some(0), "{}", run.stderr());
+        seen.push(told(&run));
+    }
+    let expected = [
+        (
+            "context",
+            "[search-first/write-without-search] n=1 nudge next=3",
+        ),
+        (
+            "context",
+            "[search-first/write-without-search] n=2 nudge next=3",
+        ),
+        (
+            "context",
+            "[search-first/write-without-search] w=3 warning next=5",
+        ),
+        (
+            "context",
+            "[search-first/write-without-search] w=4 warning next=5",
+        ),
+        (
+            "deny",
+            "[search-first/write-without-search] b=5 soft_block search first",
+        ),
+        (
+            "deny",
+            "[search-first/write-without-search] b=6 soft_block search first",
+        ),
+        (
+            "deny",
+            "[search-first/write-without-search] b=7 soft_block search first",
+        ),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(d, t)| ((*d).to_owned(), (*t).to_owned()))
+        .collect();
+    assert_eq!(seen, expected);
+    // Counters are per session.
+    assert_eq!(
+        told(&project.hook(&write("sess-other", "/home/dev/project/a.rs"))).1,
+        "[search-first/write-without-search] n=1 nudge next=3"
+    );
+}
+
+#[test]
+fn silent_is_counted_but_says_nothing_and_levels_never_fall() {
+    let project = Project::new();
+    // A ladder whose later threshold is lower in name only would be refused; here
+    // the rule's own ladder starts silent and rises at 2.
+    project.config(&violating(
+        "quiet",
+        "r",
+        "[guardrail.enforcement]\nnudge = \"n={counter}\"\n[guardrail.enforcement.rules.r]\nescalation = [{after = 2, level = \"nudge\"}]\n",
+    ));
+    let first = project.hook(&bash("sess-quiet", "ls"));
+    first.assert_silent();
+    assert_eq!(
+        told(&project.hook(&bash("sess-quiet", "ls"))).1,
+        "[quiet/r] n=2"
+    );
+    assert_eq!(
+        told(&project.hook(&bash("sess-quiet", "ls"))).1,
+        "[quiet/r] n=3"
+    );
+}
+
+#[test]
+fn a_guardrail_without_enforcement_refuses_every_violation_and_deny_is_never_softened() {
+    let project = Project::new();
+    project.config(&format!(
+        "{}{}",
+        violating("plain", "r", ""),
+        probe_config(&[(
+            "denier",
+            &format!("{SEED_LADDER}[guardrail.config]\naction = \"deny\"\nvalue = \"never\"\n"),
+        )])
+    ));
+    let run = project.hook(&bash("sess-plain", "ls"));
+    assert_eq!(told(&run), ("deny".into(), "[plain/r] search first".into()));
+    let project = Project::new();
+    project.config(&probe_config(&[(
+        "denier",
+        &format!("{SEED_LADDER}[guardrail.config]\naction = \"deny\"\nvalue = \"never\"\n"),
+    )]));
+    let run = project.hook(&bash("sess-deny", "ls"));
+    assert_eq!(told(&run), ("deny".into(), "[denier] never".into()));
+}
+
+#[test]
+fn the_first_block_ends_the_chain_and_earlier_messages_are_merged() {
+    let project = Project::new();
+    let hard = "[guardrail.enforcement]\ndefault_level = \"hard_block\"\n";
+    let nudge = "[guardrail.enforcement]\ndefault_level = \"nudge\"\n";
+    project.config(&format!(
+        "{}{}{}",
+        violating("first", "a", nudge),
+        violating("second", "b", hard),
+        violating("third", "c", nudge)
+    ));
+    let run = project.hook(&bash("sess-chain", "ls"));
+    let answer = run.answer();
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(specific["permissionDecision"], "deny");
+    assert_eq!(
+        specific["permissionDecisionReason"],
+        "[second/b] search first"
+    );
+    assert_eq!(specific["additionalContext"], "[first/a] search first");
+}
+
+#[test]
+fn fifty_parallel_violations_count_exactly_fifty() {
+    let project = Project::alone();
+    project.config(&violating(
+        "counted",
+        "r",
+        "[guardrail.enforcement]\ndefault_level = \"nudge\"\nnudge = \"{counter}\"\n",
+    ));
+    let payload = bash("sess-fifty", "ls");
+    let payloads: Vec<&[u8]> = (0..50).map(|_| payload.as_slice()).collect();
+    let runs = crate::concurrency::hooks_at_once_on(&project, &payloads);
+    let mut counters: Vec<u64> = runs
+        .iter()
+        .map(|run| {
+            told(run)
+                .1
+                .trim_start_matches("[counted/r] ")
+                .parse()
+                .unwrap_or_else(|_| panic!("a counter: {}", run.stderr()))
+        })
+        .collect();
+    counters.sort_unstable();
+    assert_eq!(counters, (1..=50).collect::<Vec<u64>>());
+    assert_eq!(told(&project.hook(&payload)).1, "[counted/r] 51");
+}
+
+#[test]
+fn a_stateless_guardrail_with_enforcement_still_blocks_while_the_session_is_busy() {
+    let project = Project::new();
+    // No state import, a hard_block default: the lock timing out cannot soften it.
+    project.config(
+        "[settings]\nlock_timeout_ms = 100\n[[guardrail]]\nname = \"no-destructive-git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\n[guardrail.enforcement]\ndefault_level = \"hard_block\"\n",
+    );
+    let holder = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open({
+            let db = project.session_db("sess-busy");
+            std::fs::create_dir_all(db.parent().expect("dir")).expect("dir");
+            db.with_extension("lock")
+        })
+        .expect("lock file");
+    holder.lock().expect("hold the session");
+    let run = project.hook(&bash("sess-busy", "git push --force"));
+    assert_eq!(told(&run).0, "deny", "{}", run.stderr());
+    assert!(
+        run.stderr()
+            .contains("violations are not counted for this event"),
+        "{}",
+        run.stderr()
+    );
+    drop(holder);
+}
+
+#[test]
+fn check_config_names_the_place_of_a_bad_ladder() {
+    let project = Project::new();
+    project.config(&violating(
+        "bad",
+        "r",
+        "[guardrail.enforcement]\nescalation = [{after = 3, level = \"nudge\"}, {after = 2, level = \"loud\"}]\n",
+    ));
+    let check = project.run(&["check-config"]);
+    assert_eq!(check.code(), Some(1));
+    assert!(
+        check
+            .stderr()
+            .contains("guardrail 'bad': enforcement.escalation[1]: unknown level 'loud'"),
+        "{}",
+        check.stderr()
+    );
+}
