@@ -23,6 +23,7 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
 const DEFAULT_TIMEOUT_MS: u64 = 100;
 const DEFAULT_MEMORY_MIB: u64 = 64;
 const MAX_NAME_LEN: usize = 64;
+const DEFAULT_OVERRIDE_WINDOW_SECONDS: u64 = 60;
 /// The one name no guardrail may have.
 const RESERVED_NAME: &str = "sandrail";
 /// The largest config file read.
@@ -74,6 +75,7 @@ struct RawConfig {
 struct RawSettings {
     lock_timeout_ms: Option<u64>,
     on_error: Option<OnError>,
+    override_window_seconds: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -119,6 +121,8 @@ pub struct Config {
     pub origin: Origin,
     pub lock_timeout: Duration,
     pub on_error: OnError,
+    /// How long after a soft_block the same call again is the user's override.
+    pub override_window: u64,
     pub guardrails: Vec<Guardrail>,
 }
 
@@ -307,6 +311,7 @@ impl Config {
             origin,
             lock_timeout,
             on_error: raw.settings.on_error.unwrap_or_default(),
+            override_window: override_window(raw.settings.override_window_seconds),
             guardrails,
         })
     }
@@ -318,6 +323,15 @@ impl Config {
             .filter(|g| g.wants(kind, tool))
             .collect()
     }
+}
+
+/// The override window: `SANDRAIL_OVERRIDE_WINDOW_SECONDS`, else the config's, else 60 s.
+fn override_window(configured: Option<u64>) -> u64 {
+    std::env::var("SANDRAIL_OVERRIDE_WINDOW_SECONDS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .or(configured)
+        .unwrap_or(DEFAULT_OVERRIDE_WINDOW_SECONDS)
 }
 
 fn validate_name(name: &str) -> Result<(), String> {

@@ -13,12 +13,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::audit;
 use crate::config::{Config, Guardrail, OnError};
 use crate::escalation::{self, Enforcement, Escalated, Level};
 use crate::guest_text;
 use crate::protocol::{self, Decision, HookInput};
 use crate::runtime::{self, Loaded, Prepared, RunError, Runtime, wit};
-use crate::store::{Keyspace, SessionStore, StateTxn, StoreError};
+use crate::store::{Escalation, Keyspace, Occurrence, SessionStore, StateTxn, StoreError};
 use crate::transcript;
 
 /// The longest message a verdict may carry, in characters (Claude Code's own cap).
@@ -31,6 +32,8 @@ const MAX_RULE_BYTES: usize = 128;
 pub struct Dirs {
     pub state: Option<PathBuf>,
     pub cache: Option<PathBuf>,
+    /// The project, where the override trail is kept.
+    pub project: Option<PathBuf>,
 }
 
 /// Judges one event. Every problem on the way is written to stderr and costs only
@@ -70,6 +73,10 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     // Escalation keeps its counters in the session too.
     let needs_state = !stateful.is_empty() || prepared.iter().any(|(g, _)| g.enforcement.is_some());
     let now = crate::clock::now();
+    // Only a PreToolUse can be approved and sent again after a refusal.
+    let input_hash = (input.kind == crate::event::EventKind::PreToolUse)
+        .then(|| input_fingerprint(input.tool_input.as_deref().unwrap_or("null")));
+    let mut overrides: Vec<(String, String, u64)> = Vec::new();
     let mut unavailable = String::from("no guardrail of this event imports state");
     let mut txn = None;
     if needs_state {
@@ -164,7 +171,20 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             Ok(verdict) => {
                 let verdict = match (verdict, &guardrail.enforcement) {
                     (wit::Verdict::Violation(v), Some(enforcement)) => {
-                        escalate(&mut txn, guardrail, enforcement, v, input, now)
+                        let occurrence = Occurrence {
+                            tool: input.tool_name.as_deref(),
+                            input_hash: input_hash.as_deref(),
+                            now,
+                            override_window: config.override_window,
+                        };
+                        escalate(
+                            &mut txn,
+                            guardrail,
+                            enforcement,
+                            v,
+                            occurrence,
+                            &mut overrides,
+                        )
                     }
                     (verdict, _) => Judged::from(verdict),
                 };
@@ -181,11 +201,43 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         }
     }
 
-    if let Some(txn) = txn
-        && let Err(e) = txn.commit()
-    {
-        let why = format!("the state of this event could not be saved: {e}");
-        report_lost_state(&mut decision, config, &why);
+    let committed = match txn {
+        Some(txn) => match txn.commit() {
+            Ok(()) => true,
+            Err(e) => {
+                let why = format!("the state of this event could not be saved: {e}");
+                report_lost_state(&mut decision, config, &why);
+                false
+            }
+        },
+        None => false,
+    };
+    // An override is on the trail only once the state that recorded it is saved.
+    if committed && !overrides.is_empty() {
+        let records: Vec<audit::Override> = overrides
+            .into_iter()
+            .map(|(guardrail, rule, counter)| audit::Override {
+                time: crate::clock::rfc3339(now),
+                session: input.session_id.clone(),
+                guardrail,
+                rule,
+                tool: input.tool_name.clone(),
+                summary: audit::Override::summarise(input.tool_input.as_deref().unwrap_or("")),
+                counter,
+                detected: audit::Detected::Reinvocation,
+            })
+            .collect();
+        match &dirs.project {
+            Some(project) => {
+                if let Err(e) = audit::append(project, &records) {
+                    eprintln!("sandrail: {e}");
+                }
+            }
+            None => eprintln!(
+                "sandrail: no project directory: {} override(s) not written to the trail",
+                records.len()
+            ),
+        }
     }
     decision
 }
@@ -362,14 +414,18 @@ fn escalate(
     guardrail: &Guardrail,
     enforcement: &Enforcement,
     violation: wit::Violation,
-    input: &HookInput,
-    now: u64,
+    occurrence: Occurrence<'_>,
+    overrides: &mut Vec<(String, String, u64)>,
 ) -> Judged {
     let ladder = enforcement.ladder(&violation.rule);
-    let tool = input.tool_name.as_deref();
+    let tool = occurrence.tool;
     let escalated = match txn.as_mut() {
-        Some(txn) => match txn.escalate(&guardrail.name, &violation.rule, ladder, tool, now) {
-            Ok(escalated) => Some(escalated),
+        Some(txn) => match txn.escalate(&guardrail.name, &violation.rule, ladder, occurrence) {
+            Ok(Escalation::Counted(escalated)) => Some(escalated),
+            Ok(Escalation::Overridden { counter }) => {
+                overrides.push((guardrail.name.clone(), violation.rule, counter));
+                return Judged::Pass;
+            }
             Err(e) => {
                 eprintln!(
                     "sandrail: cannot count a violation of '{}/{}': {e}; it answers at its default level",
@@ -400,6 +456,16 @@ fn escalate(
         level: escalated.level,
         text,
     }
+}
+
+/// The first 40 hex digits of the sha256 of a tool input in canonical form (keys
+/// sorted, no spaces), so the same call is recognised whatever its key order. An
+/// input too deep to parse is fingerprinted as it was sent.
+fn input_fingerprint(tool_input: &str) -> String {
+    let canonical = serde_json::from_str::<serde_json::Value>(tool_input)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| tool_input.to_owned());
+    crate::sha256_hex(canonical.as_bytes())[..40].to_owned()
 }
 
 /// Adds a verdict to the decision; true when it refuses the event.

@@ -53,6 +53,7 @@ pub fn run(stdin: impl Read) -> Outcome {
     let dirs = Dirs {
         state: locations::state_dir(),
         cache: locations::cache_dir(),
+        project: project.clone(),
     };
     let decision = evaluate::evaluate(&input, &config, &dirs);
     if !decision.refusals.is_empty() && !protocol::can_refuse(input.kind) {

@@ -15,10 +15,12 @@
 //! - [`store`]: guardrail state in redb
 //! - [`runtime`]: wasmtime, the component cache and the sandbox
 //! - [`escalation`]: levels, counters' thresholds and messages
+//! - [`audit`]: the override trail in the project
 //! - [`clock`]: the current time (`SANDRAIL_NOW` in tests)
 //! - [`evaluate`]: running the guardrails and combining their verdicts
 //! - [`hook`]: the `sandrail hook` command end to end
 
+pub mod audit;
 pub mod builtins;
 pub mod clock;
 pub mod config;

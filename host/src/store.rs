@@ -324,15 +324,15 @@ impl StateTxn {
     }
 
     /// Counts one violation of `rule` and resolves its level: the counter rises
-    /// first, and the level never falls.
+    /// first, and the level never falls. A soft_block is remembered, and the same
+    /// input within the window after it is the user's override, not a violation.
     pub fn escalate(
         &mut self,
         guardrail: &str,
         rule: &str,
         ladder: &Ladder,
-        tool: Option<&str>,
-        now: u64,
-    ) -> Result<Escalated, StoreError> {
+        occurrence: Occurrence<'_>,
+    ) -> Result<Escalation, StoreError> {
         let mut table = self.txn.open_table(RULES)?;
         let mut state: RuleState = match table.get((guardrail, rule))? {
             // A record this version cannot read starts the rule afresh rather than
@@ -340,18 +340,42 @@ impl StateTxn {
             Some(text) => serde_json::from_str(text.value()).unwrap_or_default(),
             None => RuleState::default(),
         };
-        state.counter += 1;
-        state.level = state.level.max(ladder.resolve(state.counter));
-        state.last_violation_at = Some(now);
-        state.last_violation_tool = tool.map(str::to_owned);
+        // A pending block is used or cleared by the next violation, whatever it is.
+        let pending = state.pending.take();
+        let outcome = match (pending, occurrence.input_hash) {
+            (Some(pending), Some(hash))
+                if pending.input_hash == hash
+                    && occurrence.now.saturating_sub(pending.at) <= occurrence.override_window =>
+            {
+                state.overrides += 1;
+                Escalation::Overridden {
+                    counter: state.counter,
+                }
+            }
+            _ => {
+                state.counter += 1;
+                state.level = state.level.max(ladder.resolve(state.counter));
+                state.last_violation_at = Some(occurrence.now);
+                state.last_violation_tool = occurrence.tool.map(str::to_owned);
+                if state.level == Level::SoftBlock
+                    && let Some(hash) = occurrence.input_hash
+                {
+                    state.pending = Some(PendingBlock {
+                        input_hash: hash.to_owned(),
+                        at: occurrence.now,
+                    });
+                }
+                Escalation::Counted(Escalated {
+                    counter: state.counter,
+                    level: state.level,
+                    next_threshold: ladder.next_threshold(state.counter),
+                })
+            }
+        };
         let text = serde_json::to_string(&state).map_err(StoreError::Encode)?;
         table.insert((guardrail, rule), text.as_str())?;
         self.dirty = true;
-        Ok(Escalated {
-            counter: state.counter,
-            level: state.level,
-            next_threshold: ladder.next_threshold(state.counter),
-        })
+        Ok(outcome)
     }
 
     fn list(
@@ -424,6 +448,12 @@ pub struct RuleState {
     pub last_violation_at: Option<u64>,
     /// The tool of the last violation.
     pub last_violation_tool: Option<String>,
+    /// The last soft_block, until the same input comes again or the window passes.
+    #[serde(default)]
+    pub pending: Option<PendingBlock>,
+    /// How many soft_blocks a person has let through in this session.
+    #[serde(default)]
+    pub overrides: u64,
 }
 
 impl Default for RuleState {
@@ -433,8 +463,40 @@ impl Default for RuleState {
             level: Level::Silent,
             last_violation_at: None,
             last_violation_tool: None,
+            pending: None,
+            overrides: 0,
         }
     }
+}
+
+/// A soft_block waiting to see whether the user lets the same call through.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PendingBlock {
+    /// The first 40 hex digits of the sha256 of the canonical tool input.
+    pub input_hash: String,
+    /// When it was refused, in seconds since the epoch.
+    pub at: u64,
+}
+
+/// One violation, as escalation sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Occurrence<'a> {
+    pub tool: Option<&'a str>,
+    /// For a call the user can approve after a refusal (PreToolUse): its input's hash.
+    pub input_hash: Option<&'a str>,
+    pub now: u64,
+    /// How long after a soft_block the same input counts as the user's override.
+    pub override_window: u64,
+}
+
+/// What a violation came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Escalation {
+    /// Counted, at this level.
+    Counted(Escalated),
+    /// The same input as the soft_block just before, within the window: the user let
+    /// it through. Not counted.
+    Overridden { counter: u64 },
 }
 
 /// A rule's escalation, with whose it is.

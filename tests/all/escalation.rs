@@ -237,3 +237,138 @@ fn check_config_names_the_place_of_a_bad_ladder() {
         check.stderr()
     );
 }
+
+/// A Write of `path` at the time `now` (RFC 3339).
+fn write_at(project: &Project, session: &str, path: &str, now: &str) -> Run {
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_NOW", now);
+    project.hook_with(cmd, &write(session, path))
+}
+
+#[test]
+fn the_same_call_again_after_a_soft_block_is_an_override() {
+    let project = Project::new();
+    project.config(&violating(
+        "search-first",
+        "write-without-search",
+        SEED_LADDER,
+    ));
+    let target = "/home/dev/project/src/target.py";
+    for i in 1..=5 {
+        let run = write_at(
+            &project,
+            "sess-ovr",
+            target,
+            &format!("2026-11-30T10:00:0{i}Z"),
+        );
+        assert_eq!(told(&run).0, if i < 5 { "context" } else { "deny" });
+    }
+    // The user approved: Claude Code sends the same call again. It passes silently,
+    // and the counter stays at 5.
+    write_at(&project, "sess-ovr", target, "2026-11-30T10:00:30Z").assert_silent();
+    let trail = std::fs::read_to_string(project.dir().join(".sandrail/audit/overrides.jsonl"))
+        .expect("the trail");
+    let lines: Vec<Value> = trail
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["time"], "2026-11-30T10:00:30Z");
+    assert_eq!(lines[0]["session"], "sess-ovr");
+    assert_eq!(lines[0]["guardrail"], "search-first");
+    assert_eq!(lines[0]["rule"], "write-without-search");
+    assert_eq!(lines[0]["tool"], "Write");
+    assert_eq!(lines[0]["counter"], 5);
+    assert_eq!(lines[0]["detected"], "reinvocation");
+    assert!(
+        lines[0]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("target.py")),
+        "{trail}"
+    );
+    // The next identical write escalates again: counter 6, refused.
+    let run = write_at(&project, "sess-ovr", target, "2026-11-30T10:00:31Z");
+    assert_eq!(
+        told(&run),
+        (
+            "deny".into(),
+            "[search-first/write-without-search] b=6 soft_block search first".into()
+        )
+    );
+    let listed = project.run(&["overrides", "--session", "sess-ovr"]);
+    assert!(listed.ok(), "{}", listed.stderr());
+    assert!(
+        listed
+            .stdout()
+            .contains("search-first/write-without-search")
+            && listed.stdout().contains("2026-11-30T10:00:30Z"),
+        "{}",
+        listed.stdout()
+    );
+    let json = project.run(&["overrides", "--json", "--session", "another"]);
+    assert_eq!(json.stdout(), "");
+}
+
+#[test]
+fn a_different_or_late_call_clears_the_pending_block() {
+    let project = Project::new();
+    project.config(&violating(
+        "hard-to-pass",
+        "r",
+        "[guardrail.enforcement]\ndefault_level = \"soft_block\"\nblock = \"b={counter}\"\n",
+    ));
+    let a = "/home/dev/project/a.rs";
+    let b = "/home/dev/project/b.rs";
+    assert_eq!(
+        told(&write_at(&project, "s", a, "2026-11-30T10:00:00Z")).1,
+        "[hard-to-pass/r] b=1"
+    );
+    // Another input: not an override, and it replaces nothing but clears the first.
+    assert_eq!(
+        told(&write_at(&project, "s", b, "2026-11-30T10:00:05Z")).1,
+        "[hard-to-pass/r] b=2"
+    );
+    assert_eq!(
+        told(&write_at(&project, "s", a, "2026-11-30T10:00:06Z")).1,
+        "[hard-to-pass/r] b=3"
+    );
+    // The same input past the window (60 s): refused and counted.
+    assert_eq!(
+        told(&write_at(&project, "s", a, "2026-11-30T10:01:07Z")).1,
+        "[hard-to-pass/r] b=4"
+    );
+    // Within the window, exactly at its end: an override.
+    write_at(&project, "s", a, "2026-11-30T10:02:07Z").assert_silent();
+    // The window comes from the environment when set.
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_NOW", "2026-11-30T10:03:00Z");
+    let first = told(&project.hook_with(cmd, &write("s", a))).1;
+    assert_eq!(first, "[hard-to-pass/r] b=5");
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_NOW", "2026-11-30T10:03:10Z")
+        .env("SANDRAIL_OVERRIDE_WINDOW_SECONDS", "5");
+    assert_eq!(
+        told(&project.hook_with(cmd, &write("s", a))).1,
+        "[hard-to-pass/r] b=6"
+    );
+}
+
+#[test]
+fn a_hard_block_is_never_overridden() {
+    let project = Project::new();
+    project.config(&violating(
+        "never",
+        "r",
+        "[guardrail.enforcement]\ndefault_level = \"hard_block\"\nblock = \"b={counter}\"\n",
+    ));
+    let a = "/home/dev/project/a.rs";
+    assert_eq!(
+        told(&write_at(&project, "s", a, "2026-11-30T10:00:00Z")).1,
+        "[never/r] b=1"
+    );
+    assert_eq!(
+        told(&write_at(&project, "s", a, "2026-11-30T10:00:01Z")).1,
+        "[never/r] b=2"
+    );
+    assert!(!project.dir().join(".sandrail").exists());
+}

@@ -1,0 +1,20 @@
+//! One module per subcommand; `main.rs` only dispatches.
+
+pub mod check_config;
+pub mod list;
+pub mod overrides;
+pub mod state;
+
+use sandrail::config::Config;
+use sandrail::locations;
+
+/// The configuration in force for the current directory's project.
+pub fn project_config() -> anyhow::Result<Config> {
+    let cwd = std::env::current_dir().ok();
+    Ok(Config::discover(locations::project_dir(cwd).as_deref())?)
+}
+
+/// The project the current directory belongs to.
+pub fn project_dir() -> Option<std::path::PathBuf> {
+    locations::project_dir(std::env::current_dir().ok())
+}
