@@ -301,6 +301,12 @@ fn begin_state(
 ) -> Result<StateTxn, NoState> {
     let dir = dir.ok_or(NoState::NoDirectory)?;
     let store = SessionStore::open(dir, session, lock_timeout)?;
+    if let Some((aside, why)) = store.moved_aside() {
+        eprintln!(
+            "sandrail: this session's state database was unusable ({why}); it was moved to {} and the session starts afresh",
+            aside.display()
+        );
+    }
     if crate::debug_logging() {
         eprintln!(
             "sandrail: waited {:.1} ms for this session's state",

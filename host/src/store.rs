@@ -158,6 +158,19 @@ impl SessionFiles {
     }
 }
 
+/// Whether opening failed because the file is not a sound redb database (rather
+/// than, say, for want of permission or space).
+fn is_corrupt(error: &redb::DatabaseError) -> bool {
+    match error {
+        redb::DatabaseError::Storage(redb::StorageError::Corrupted(_)) => true,
+        redb::DatabaseError::Storage(redb::StorageError::Io(e)) => {
+            e.kind() == std::io::ErrorKind::InvalidData
+        }
+        redb::DatabaseError::UpgradeRequired(_) => true,
+        _ => false,
+    }
+}
+
 /// Creates `path` readable by its owner only, if it does not exist.
 fn create_private_file(path: &Path) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
@@ -172,6 +185,8 @@ pub struct SessionStore {
     db: Database,
     session: String,
     lock: SessionLock,
+    /// Where a corrupt database was moved, and what was wrong with it.
+    moved_aside: Option<(PathBuf, String)>,
 }
 
 impl SessionStore {
@@ -192,11 +207,28 @@ impl SessionStore {
         };
         // Created owner-only before redb initialises it, as the directory is.
         create_private_file(&files.database).map_err(|e| open_error(e.into()))?;
-        let db = Database::create(&files.database).map_err(open_error)?;
+        let mut moved_aside = None;
+        let db = match Database::create(&files.database) {
+            Ok(db) => db,
+            Err(e) if is_corrupt(&e) => {
+                // A session's state is worth less than judging its events: keep the
+                // damaged file for inspection and start the session afresh.
+                let aside = files
+                    .database
+                    .with_extension(format!("redb.corrupt-{}", crate::clock::now()));
+                std::fs::rename(&files.database, &aside)
+                    .map_err(|source| open_error(source.into()))?;
+                create_private_file(&files.database).map_err(|e| open_error(e.into()))?;
+                moved_aside = Some((aside, e.to_string()));
+                Database::create(&files.database).map_err(open_error)?
+            }
+            Err(e) => return Err(open_error(e)),
+        };
         Ok(SessionStore {
             db,
             session: session.to_owned(),
             lock,
+            moved_aside,
         })
     }
 
@@ -216,6 +248,11 @@ impl SessionStore {
     /// How long this process waited for the session's lock.
     pub fn lock_waited(&self) -> Duration {
         self.lock.waited()
+    }
+
+    /// The file a corrupt database was moved to when this opened, and why.
+    pub fn moved_aside(&self) -> Option<&(PathBuf, String)> {
+        self.moved_aside.as_ref()
     }
 
     /// Begins the one write transaction of this event; it keeps the session held

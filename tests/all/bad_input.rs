@@ -216,21 +216,39 @@ fn an_unusable_state_directory_costs_only_state() {
 }
 
 #[test]
-fn a_corrupt_database_is_reported_and_left_alone() {
+fn a_corrupt_database_is_moved_aside_and_the_event_judged_in_full() {
     let project = Project::new();
-    std::fs::create_dir_all(project.state_dir()).expect("state dir");
     let db = project.session_db("sess-corrupt");
     std::fs::create_dir_all(db.parent().expect("sessions dir")).expect("sessions dir");
     std::fs::write(&db, b"this is not a redb file").expect("write");
+    // A destructive command is refused, the stateful guardrail counts again from a
+    // fresh database, and the damaged file is kept beside it.
+    let run = project.hook(&bash("sess-corrupt", "git push --force"));
+    assert!(
+        run.deny_reason()
+            .is_some_and(|r| r.starts_with("[no-destructive-git/force-push]"))
+    );
     let run = project.hook(&write("sess-corrupt", "/home/dev/project/a.rs"));
     run.assert_silent();
     assert!(
-        run.stderr().contains("cannot open the state database"),
+        run.stderr()
+            .contains("this session's state database was unusable")
+            && run.stderr().contains("the session starts afresh"),
         "{}",
         run.stderr()
     );
     assert_eq!(
-        std::fs::read(&db).expect("read"),
+        project.state("sess-corrupt", "session-budget"),
+        [("edits".to_owned(), "1".to_owned())]
+    );
+    let aside: Vec<_> = std::fs::read_dir(db.parent().expect("dir"))
+        .expect("read dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".redb.corrupt-"))
+        .collect();
+    assert_eq!(aside.len(), 1);
+    assert_eq!(
+        std::fs::read(aside[0].path()).expect("read"),
         b"this is not a redb file"
     );
 }
