@@ -1,9 +1,11 @@
 //! One module per subcommand; `main.rs` only dispatches.
 
 pub mod check_config;
+pub mod guardrail;
 pub mod list;
 pub mod overrides;
 pub mod state;
+pub mod status;
 
 use sandrail::config::Config;
 use sandrail::locations;

@@ -24,6 +24,7 @@ const DEFAULT_TIMEOUT_MS: u64 = 100;
 const DEFAULT_MEMORY_MIB: u64 = 64;
 const MAX_NAME_LEN: usize = 64;
 const DEFAULT_OVERRIDE_WINDOW_SECONDS: u64 = 60;
+const DEFAULT_SESSION_TTL_HOURS: u64 = 24;
 /// The one name no guardrail may have.
 const RESERVED_NAME: &str = "sandrail";
 /// The largest config file read.
@@ -76,6 +77,27 @@ struct RawSettings {
     lock_timeout_ms: Option<u64>,
     on_error: Option<OnError>,
     override_window_seconds: Option<u64>,
+    session_ttl_hours: Option<u64>,
+    #[serde(default)]
+    inherit_on: Vec<InheritOn>,
+}
+
+/// SessionStart sources after which a new session takes over the counters and
+/// levels of the project's previous session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InheritOn {
+    Compact,
+    Clear,
+}
+
+impl InheritOn {
+    pub fn source(self) -> &'static str {
+        match self {
+            InheritOn::Compact => "compact",
+            InheritOn::Clear => "clear",
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,6 +115,7 @@ struct RawGuardrail {
     #[serde(default)]
     limits: RawLimits,
     enforcement: Option<crate::escalation::RawEnforcement>,
+    enabled: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -123,6 +146,9 @@ pub struct Config {
     pub on_error: OnError,
     /// How long after a soft_block the same call again is the user's override.
     pub override_window: u64,
+    /// How long a session may stay unused before it is forgotten, in seconds.
+    pub session_ttl: u64,
+    pub inherit_on: Vec<InheritOn>,
     pub guardrails: Vec<Guardrail>,
 }
 
@@ -210,13 +236,15 @@ pub struct Guardrail {
     pub limits: Limits,
     /// How this guardrail's violations escalate; `None`: every violation refuses.
     pub enforcement: Option<crate::escalation::Enforcement>,
+    /// `enabled = false` keeps the entry but runs it on nothing.
+    pub enabled: bool,
 }
 
 impl Guardrail {
     /// Whether this guardrail subscribes to an event about `tool` (None for events
     /// that are not about a tool, where the matcher does not apply).
     pub fn wants(&self, kind: EventKind, tool: Option<&str>) -> bool {
-        if !self.events.contains(&kind) {
+        if !self.enabled || !self.events.contains(&kind) {
             return false;
         }
         match (kind.is_tool_event(), tool) {
@@ -273,6 +301,16 @@ impl Config {
             origin: origin.to_string(),
             message: e.to_string().trim_end().to_owned(),
         })?;
+        let session_ttl = raw
+            .settings
+            .session_ttl_hours
+            .unwrap_or(DEFAULT_SESSION_TTL_HOURS);
+        if session_ttl == 0 {
+            return Err(ConfigError::Parse {
+                origin: origin.to_string(),
+                message: "settings.session_ttl_hours must be at least 1".into(),
+            });
+        }
         let lock_timeout = raw
             .settings
             .lock_timeout_ms
@@ -312,6 +350,8 @@ impl Config {
             lock_timeout,
             on_error: raw.settings.on_error.unwrap_or_default(),
             override_window: override_window(raw.settings.override_window_seconds),
+            session_ttl: session_ttl.saturating_mul(3600),
+            inherit_on: raw.settings.inherit_on,
             guardrails,
         })
     }
@@ -446,6 +486,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
             state_bytes: state_mib << 20,
         },
         enforcement,
+        enabled: g.enabled.unwrap_or(true),
     })
 }
 

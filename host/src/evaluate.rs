@@ -46,7 +46,14 @@ pub struct Dirs {
 /// and derived the event's facts; the holder then runs the guardrails and commits.
 pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     let mut decision = Decision::default();
-    let matching = config.matching(input.kind, input.tool_name.as_deref());
+    let mut matching = config.matching(input.kind, input.tool_name.as_deref());
+    if !matching.is_empty()
+        && let Some(state) = &dirs.state
+    {
+        // Switched off for this session: not even instantiated.
+        let off = crate::store::lifecycle::switched_off(state, &input.session_id);
+        matching.retain(|g| !off.contains(&g.name));
+    }
     let prepared: Vec<(&Guardrail, Prepared)> = matching
         .into_iter()
         .filter_map(|g| match runtime::prepare(&g.source, g.sha256.as_deref()) {

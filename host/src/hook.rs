@@ -9,11 +9,14 @@
 //! says so on every event.
 
 use std::io::Read;
+use std::path::Path;
 
 use crate::config::{Config, OnError};
 use crate::evaluate::{self, Dirs};
+use crate::event::EventKind;
 use crate::locations;
 use crate::protocol::{self, HookInput};
+use crate::store::{SessionStore, StoreError, lifecycle};
 
 /// What `sandrail hook` does once an event is judged.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -55,6 +58,9 @@ pub fn run(stdin: impl Read) -> Outcome {
         cache: locations::cache_dir(),
         project: project.clone(),
     };
+    if let Some(state) = &dirs.state {
+        keep_session(state, project.as_deref(), &input, &config);
+    }
     let decision = evaluate::evaluate(&input, &config, &dirs);
     if !decision.refusals.is_empty() && !protocol::can_refuse(input.kind) {
         eprintln!(
@@ -66,6 +72,63 @@ pub fn run(stdin: impl Read) -> Outcome {
         answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
         block: false,
     }
+}
+
+/// The session's life: marks it used, purges idle sessions when that is due,
+/// lets a session that continues another take over its counters, and notes it as
+/// its project's latest. All best effort: a state directory that cannot be used
+/// is reported when a guardrail needs it.
+fn keep_session(state: &Path, project: Option<&Path>, input: &HookInput, config: &Config) {
+    let now = crate::clock::now();
+    let _ = lifecycle::touch(state, &input.session_id, now);
+    if let Ok(Some(purged)) = lifecycle::purge_if_due(state, config.session_ttl, now)
+        && crate::debug_logging()
+    {
+        eprintln!("sandrail: forgot {} idle sessions", purged.sessions);
+    }
+    let Some(project) = project else {
+        return;
+    };
+    let source = input.fields.get("source").and_then(|v| v.as_str());
+    let continues = input.kind == EventKind::SessionStart
+        && config
+            .inherit_on
+            .iter()
+            .any(|on| Some(on.source()) == source);
+    if continues
+        && let Some(previous) = lifecycle::last_session(state, project)
+        && previous != input.session_id
+    {
+        match inherit(state, &previous, &input.session_id, config.lock_timeout) {
+            Ok(rules) => eprintln!(
+                "sandrail: session {} continues {previous} ({}): took over {rules} rule counters",
+                input.session_id,
+                source.unwrap_or_default()
+            ),
+            Err(e) => eprintln!(
+                "sandrail: session {} could not take over the counters of {previous}: {e}",
+                input.session_id
+            ),
+        }
+    }
+    let _ = lifecycle::note_session(state, project, &input.session_id);
+}
+
+/// Copies the counters and levels of session `from` into session `to`.
+fn inherit(
+    state: &Path,
+    from: &str,
+    to: &str,
+    timeout: std::time::Duration,
+) -> Result<usize, StoreError> {
+    let rules = match SessionStore::open_existing(state, from, timeout)? {
+        Some(store) => store.read()?.rules()?,
+        None => return Ok(0),
+    };
+    let mut txn = SessionStore::open(state, to, timeout)?.begin()?;
+    let taken = txn.inherit_rules(&rules)?;
+    txn.commit()?;
+    Ok(taken)
 }
 
 /// The config to judge by: the one found, else the embedded default.

@@ -36,6 +36,17 @@ enum Command {
     /// Read or change guardrail state.
     #[command(subcommand)]
     State(StateCommand),
+    /// Where each guardrail and rule stands in a session (by default the project's latest).
+    Status {
+        #[arg(long)]
+        session: Option<String>,
+        /// The whole status as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Switch a guardrail on or off: in the config in force, or for one session.
+    #[command(subcommand)]
+    Guardrail(Switch),
     /// Print the override trail: soft_blocks a person let through.
     Overrides {
         /// Only this session's.
@@ -44,6 +55,24 @@ enum Command {
         /// One JSON object per override, one per line.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum Switch {
+    /// Switch NAME on (removes `enabled = false`).
+    On {
+        name: String,
+        /// Only for this session (undoes a session `off`).
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Switch NAME off (`enabled = false` in the config, or for one session).
+    Off {
+        name: String,
+        /// Only for this session: the guardrail is not even instantiated.
+        #[arg(long)]
+        session: Option<String>,
     },
 }
 
@@ -80,5 +109,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::CheckConfig => commands::check_config::run(),
         Command::State(cmd) => commands::state::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),
+        Command::Status { session, json } => commands::status::run(session, json),
+        Command::Guardrail(Switch::On { name, session }) => {
+            commands::guardrail::run(&name, true, session.as_deref())
+        }
+        Command::Guardrail(Switch::Off { name, session }) => {
+            commands::guardrail::run(&name, false, session.as_deref())
+        }
     }
 }

@@ -36,8 +36,6 @@ pub enum PayloadError {
         events = EventKind::all_names()
     )]
     UnknownEvent(String),
-    #[error("the hook payload has no `session_id` (a non-empty string)")]
-    MissingSessionId,
 }
 
 impl PayloadError {
@@ -136,9 +134,16 @@ impl HookInput {
         let name = text("hook_event_name").ok_or(PayloadError::MissingEventName)?;
         let kind =
             EventKind::from_name(&name).ok_or_else(|| PayloadError::UnknownEvent(name.clone()))?;
-        let session_id = text("session_id")
-            .filter(|s| !s.is_empty())
-            .ok_or(PayloadError::MissingSessionId)?;
+        let session_id = match text("session_id").filter(|s| !s.is_empty()) {
+            Some(id) => id,
+            None => {
+                let id = derived_session_id(text("cwd").as_deref());
+                repairs.push(format!(
+                    "the hook payload has no `session_id`; the session is {id}, derived from the directory, the parent process and the day"
+                ));
+                id
+            }
+        };
         let (tool_name, tool_input, tool_fields) = if kind.is_tool_event() {
             let tool_input = top.get("tool_input").copied();
             let tool_fields = tool_input
@@ -171,6 +176,22 @@ impl HookInput {
     pub fn tool_field(&self, name: &str) -> Option<&str> {
         self.tool_fields.get(name).and_then(Value::as_str)
     }
+}
+
+/// A session id for harnesses that send none: stable within one process tree (the
+/// harness that runs the hooks), one directory and one day, as dotforge derives it.
+fn derived_session_id(cwd: Option<&str>) -> String {
+    let dir = cwd.map(str::to_owned).unwrap_or_else(|| {
+        std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default()
+    });
+    #[cfg(unix)]
+    let parent = std::os::unix::process::parent_id();
+    #[cfg(not(unix))]
+    let parent = 0;
+    let day = crate::clock::rfc3339(crate::clock::now())[..10].replace('-', "");
+    crate::sha256_hex(format!("{dir}:{parent}:{day}").as_bytes())[..36].to_owned()
 }
 
 /// An object's members as unparsed JSON. serde_json skips a raw value without

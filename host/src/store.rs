@@ -15,6 +15,7 @@
 //! bounded, so no guardrail can fill the disk or make the host hold more than a few
 //! MiB on its behalf.
 
+pub mod lifecycle;
 mod lock;
 
 use std::collections::BTreeMap;
@@ -358,6 +359,25 @@ impl StateTxn {
 
     fn get(&self, guardrail: &str, key: &str) -> Result<Option<String>, StoreError> {
         value_of(&self.txn.open_table(ENTRIES)?, guardrail, key)
+    }
+
+    /// Takes over another session's counters and levels (not its pending blocks),
+    /// for a session that continues it; returns how many rules it took.
+    pub fn inherit_rules(&mut self, rules: &[RuleRecord]) -> Result<usize, StoreError> {
+        let mut table = self.txn.open_table(RULES)?;
+        for record in rules {
+            let state = RuleState {
+                pending: None,
+                ..record.state.clone()
+            };
+            let text = serde_json::to_string(&state).map_err(StoreError::Encode)?;
+            table.insert(
+                (record.guardrail.as_str(), record.rule.as_str()),
+                text.as_str(),
+            )?;
+        }
+        self.dirty |= !rules.is_empty();
+        Ok(rules.len())
     }
 
     /// Counts one violation of `rule` and resolves its level: the counter rises

@@ -72,13 +72,39 @@ fn unknown_event() {
 }
 
 #[test]
-fn missing_session_id() {
-    let project = project_with_state();
+fn a_payload_without_a_session_id_is_judged_in_a_derived_session() {
+    let project = Project::new();
     let payload =
-        br#"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}"#;
-    assert_rejected(&project, payload, "no `session_id`");
-    let payload = br#"{"session_id":"","hook_event_name":"Stop"}"#;
-    assert_rejected(&project, payload, "no `session_id`");
+        br#"{"hook_event_name":"PreToolUse","cwd":"/home/dev/project","tool_name":"Bash","tool_input":{"command":"git push --force"}}"#;
+    let run = project.hook(payload);
+    assert!(
+        run.deny_reason()
+            .is_some_and(|r| r.starts_with("[no-destructive-git/force-push]"))
+    );
+    assert!(
+        run.stderr()
+            .contains("has no `session_id`; the session is "),
+        "{}",
+        run.stderr()
+    );
+    // The same harness process, directory and day: the same session, so counters go on.
+    let session = |run: &Run| {
+        run.stderr()
+            .split("the session is ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .map(str::to_owned)
+            .expect("the derived id")
+    };
+    let write = br#"{"hook_event_name":"PreToolUse","session_id":"","cwd":"/home/dev/project","tool_name":"Write","tool_input":{"file_path":"/home/dev/project/a.rs","content":"x"}}"#;
+    let first = project.hook(write);
+    let second = project.hook(write);
+    assert_eq!(session(&first), session(&second));
+    assert_eq!(session(&first).len(), 36);
+    assert_eq!(
+        project.state(&session(&first), "session-budget"),
+        [("edits".to_owned(), "2".to_owned())]
+    );
 }
 
 #[test]

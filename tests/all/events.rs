@@ -289,7 +289,7 @@ fn stateless_guardrails_never_open_the_database() {
     );
     project.hook(&bash("sess-nodb", "ls")).assert_silent();
     assert!(
-        !project.state_dir().exists(),
+        !project.session_db("sess-nodb").exists(),
         "no-destructive-git does not import state"
     );
     project

@@ -13,3 +13,4 @@ mod hostile;
 mod isolation;
 mod limits;
 mod sdk;
+mod sessions;

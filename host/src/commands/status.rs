@@ -1,0 +1,118 @@
+//! `sandrail status`: where each guardrail and rule stands in a session.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::json;
+
+use sandrail::clock;
+use sandrail::locations;
+use sandrail::store::{SessionStore, lifecycle};
+
+use super::{project_config, project_dir};
+
+pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
+    let config = project_config()?;
+    let state =
+        locations::state_dir().context("no state directory: set SANDRAIL_STATE_DIR (or HOME)")?;
+    let session = match session {
+        Some(session) => session,
+        None => {
+            let project = project_dir().context("no project directory: give --session")?;
+            lifecycle::last_session(&state, &project).with_context(|| {
+                format!(
+                    "no session has been seen in {} yet; give --session",
+                    project.display()
+                )
+            })?
+        }
+    };
+    let rules = match SessionStore::open_existing(&state, &session, config.lock_timeout)? {
+        Some(store) => store.read()?.rules()?,
+        None => Vec::new(),
+    };
+    let off = lifecycle::switched_off(&state, &session);
+    let last_access = lifecycle::last_access(&state, &session);
+    let mut guardrails = Vec::new();
+    for g in &config.guardrails {
+        let session_off = off.contains(&g.name);
+        let rows: Vec<serde_json::Value> = rules
+            .iter()
+            .filter(|r| r.guardrail == g.name)
+            .map(|r| {
+                json!({
+                    "rule": r.rule,
+                    "counter": r.state.counter,
+                    "level": r.state.level.name(),
+                    "last_violation_at": r.state.last_violation_at.map(clock::rfc3339),
+                    "last_violation_tool": r.state.last_violation_tool,
+                    "overrides": r.state.overrides,
+                    "pending_block": r.state.pending.is_some(),
+                })
+            })
+            .collect();
+        guardrails.push(json!({
+            "name": g.name,
+            "enabled": g.enabled && !session_off,
+            "enabled_in_config": g.enabled,
+            "switched_off_for_session": session_off,
+            "escalates": g.enforcement.is_some(),
+            "rules": rows,
+        }));
+    }
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let status = json!({
+            "session": session,
+            "last_access": last_access.map(clock::rfc3339),
+            "config": config.origin.to_string(),
+            "guardrails": guardrails,
+        });
+        writeln!(out, "{status}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "session {session}")?;
+    match last_access {
+        Some(at) => writeln!(out, "last used {}", clock::rfc3339(at))?,
+        None => writeln!(out, "not seen in this state directory")?,
+    }
+    writeln!(out, "config {}", config.origin)?;
+    for g in &guardrails {
+        let enabled = if g["enabled"] == true {
+            "on"
+        } else if g["switched_off_for_session"] == true {
+            "off for this session"
+        } else {
+            "off in the config"
+        };
+        writeln!(
+            out,
+            "\n{}  {enabled}",
+            g["name"].as_str().unwrap_or_default()
+        )?;
+        let rows = g["rules"].as_array().map(Vec::as_slice).unwrap_or_default();
+        if rows.is_empty() {
+            writeln!(out, "  no violations")?;
+        }
+        for r in rows {
+            let last = match (
+                r["last_violation_at"].as_str(),
+                r["last_violation_tool"].as_str(),
+            ) {
+                (Some(at), Some(tool)) => format!("last {at} ({tool})"),
+                (Some(at), None) => format!("last {at}"),
+                _ => String::new(),
+            };
+            writeln!(
+                out,
+                "  {:<28} counter {:<5} level {:<11} overrides {:<3} {last}",
+                r["rule"].as_str().unwrap_or_default(),
+                r["counter"],
+                r["level"].as_str().unwrap_or_default(),
+                r["overrides"],
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
