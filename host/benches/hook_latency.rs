@@ -8,6 +8,10 @@
 //! - `sandrail hook` on a PreToolUse Write, which the default's stateful
 //!   session-budget counts: the cost of a state transaction and its commit.
 //!
+//! - a force push refused by no-destructive-git with an escalation ladder: the
+//!   cost of counting a violation in the session's state;
+//! - a Write in a state directory holding 10,000 idle sessions, and the one hook an
+//!   hour that looks through them for sessions to forget;
 //! - a force push padded to 2 MiB (`true | true | … git push --force`): the cost
 //!   of the host's shell analysis on the largest commands an agent could send.
 //!
@@ -112,6 +116,94 @@ fn main() {
             s.median.as_secs_f64() / floor.median.as_secs_f64()
         );
     }
+    // Escalation state: each force push is counted before it is refused.
+    let escalating = dir.join("escalating");
+    std::fs::create_dir_all(&escalating).expect("escalating project");
+    std::fs::write(
+        escalating.join("sandrail.toml"),
+        "[[guardrail]]\nname = \"no-destructive-git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n[guardrail.enforcement]\ndefault_level = \"nudge\"\nescalation = [{ after = 3, level = \"hard_block\" }]\n",
+    )
+    .expect("escalating config");
+    let force_push = pre_tool_use("Bash", serde_json::json!({"command": "git push --force"}));
+    let escalating_state = dir.join("escalating-state");
+    let escalated = Stats::of(
+        (0..runs)
+            .map(|_| {
+                spawn_in(
+                    SANDRAIL,
+                    &force_push,
+                    dir,
+                    &warm_cache,
+                    &escalating_state,
+                    &escalating,
+                )
+                .0
+            })
+            .collect(),
+    );
+    // 10,000 idle sessions beside the one in use.
+    let idle_state = dir.join("idle-state");
+    let project = dir.join("project");
+    spawn_in(
+        SANDRAIL,
+        &write_payload,
+        dir,
+        &warm_cache,
+        &idle_state,
+        &project,
+    );
+    let sessions = idle_state.join("sessions");
+    let stem = &sandrail::sha256_hex(b"bench-session")[..32];
+    let template_db = sessions.join(format!("{stem}.redb"));
+    for i in 0..10_000 {
+        let idle = &sandrail::sha256_hex(format!("idle-{i}").as_bytes())[..32];
+        std::fs::copy(&template_db, sessions.join(format!("{idle}.redb"))).expect("idle db");
+        std::fs::write(sessions.join(format!("{idle}.lock")), b"").expect("idle lock");
+    }
+    let among_idle = Stats::of(
+        (0..runs)
+            .map(|_| {
+                spawn_in(
+                    SANDRAIL,
+                    &write_payload,
+                    dir,
+                    &warm_cache,
+                    &idle_state,
+                    &project,
+                )
+                .0
+            })
+            .collect(),
+    );
+    let marker = sessions.join(".purged");
+    let purge_scan = Stats::of(
+        (0..5)
+            .map(|_| {
+                // Make the hourly look through the sessions due again.
+                std::fs::File::options()
+                    .write(true)
+                    .open(&marker)
+                    .and_then(|f| f.set_modified(std::time::UNIX_EPOCH))
+                    .expect("age the purge marker");
+                spawn_in(SANDRAIL, &payload, dir, &warm_cache, &idle_state, &project).0
+            })
+            .collect(),
+    );
+    for (name, s) in [
+        ("violation counted", &escalated),
+        ("Write, 10,000 idle sessions", &among_idle),
+        ("hourly purge scan, 10,000", &purge_scan),
+    ] {
+        println!(
+            "{:<28} {:>10} {:>10} {:>10} {:>11.2}x",
+            name,
+            ms(s.median),
+            ms(s.p99),
+            ms(s.min),
+            s.median.as_secs_f64() / floor.median.as_secs_f64()
+        );
+    }
+
     let padded_command = format!("{}git push --force", "true | ".repeat((2 << 20) / 7));
     let padded_payload = pre_tool_use("Bash", serde_json::json!({ "command": padded_command }));
     let padded = Stats::of(
@@ -292,6 +384,25 @@ fn parallel(payloads: &[String], project: &Path, state: &Path, cache: &Path) -> 
 
 /// Runs one process with the payload on stdin; the wall time and whether it succeeded.
 fn spawn(program: &str, payload: &str, dir: &Path, cache: &Path) -> (Duration, bool) {
+    spawn_in(
+        program,
+        payload,
+        dir,
+        cache,
+        &dir.join("state"),
+        &dir.join("project"),
+    )
+}
+
+/// Runs one process with its own state directory and project.
+fn spawn_in(
+    program: &str,
+    payload: &str,
+    dir: &Path,
+    cache: &Path,
+    state: &Path,
+    project: &Path,
+) -> (Duration, bool) {
     let started = Instant::now();
     let mut child = Command::new(program);
     if program == SANDRAIL {
@@ -299,9 +410,9 @@ fn spawn(program: &str, payload: &str, dir: &Path, cache: &Path) -> (Duration, b
     }
     let mut child = child
         .current_dir(dir)
-        .env("SANDRAIL_STATE_DIR", dir.join("state"))
+        .env("SANDRAIL_STATE_DIR", state)
         .env("SANDRAIL_CACHE_DIR", cache)
-        .env("CLAUDE_PROJECT_DIR", dir.join("project"))
+        .env("CLAUDE_PROJECT_DIR", project)
         .env_remove("SANDRAIL_CONFIG")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
