@@ -25,6 +25,7 @@
 extern crate self as sandrail_guest;
 
 mod event;
+pub mod flags;
 pub mod log;
 pub mod state;
 

@@ -116,6 +116,8 @@ struct RawGuardrail {
     limits: RawLimits,
     enforcement: Option<crate::escalation::RawEnforcement>,
     enabled: Option<bool>,
+    #[serde(default)]
+    flags: crate::store::FlagGrants,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -238,6 +240,8 @@ pub struct Guardrail {
     pub enforcement: Option<crate::escalation::Enforcement>,
     /// `enabled = false` keeps the entry but runs it on nothing.
     pub enabled: bool,
+    /// The flags it may set, check and consume.
+    pub flags: crate::store::FlagGrants,
 }
 
 impl Guardrail {
@@ -471,6 +475,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         ));
     }
     let enforcement = g.enforcement.map(|e| e.validate()).transpose()?;
+    g.flags.validate()?;
     Ok(Guardrail {
         name: g.name,
         source,
@@ -487,6 +492,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         },
         enforcement,
         enabled: g.enabled.unwrap_or(true),
+        flags: g.flags,
     })
 }
 

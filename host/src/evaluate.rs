@@ -136,15 +136,20 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         })
         .collect();
 
+    // Once a refusal cuts the chain, only guardrails that touch flags still run,
+    // and only their flag changes count: a flag records that something was
+    // attempted, whatever became of the attempt.
+    let mut cut = false;
     for (guardrail, component) in &loaded {
-        if component.uses_state && state_lost {
+        if (component.uses_state && state_lost) || (cut && guardrail.flags.is_empty()) {
             continue;
         }
         let mut keyspace = Keyspace::new(
             &guardrail.name,
             guardrail.requires.clone(),
             guardrail.limits.state_bytes,
-        );
+        )
+        .with_flags(guardrail.flags.clone(), now);
         match txn.take() {
             Some(t) => keyspace = keyspace.with_txn(t),
             None => keyspace.set_unavailable(unavailable.clone()),
@@ -163,7 +168,12 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             .result
             .map_err(Failure::Run)
             .and_then(|v| check_verdict(v).map_err(Failure::Malformed));
-        match outcome.keyspace.finish(verdict.is_ok()) {
+        let finished = if cut {
+            outcome.keyspace.finish_keeping(false, verdict.is_ok())
+        } else {
+            outcome.keyspace.finish(verdict.is_ok())
+        };
+        match finished {
             Ok(t) => txn = t,
             Err(e) => {
                 let why = format!(
@@ -173,6 +183,9 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                 report_lost_state(&mut decision, config, &why);
                 unavailable = format!("the state store failed during this event: {e}");
             }
+        }
+        if cut {
+            continue;
         }
         match verdict {
             Ok(verdict) => {
@@ -198,7 +211,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                 if record(&mut decision, &guardrail.name, verdict)
                     && protocol::can_refuse(input.kind)
                 {
-                    break;
+                    cut = true;
                 }
             }
             Err(failure) => eprintln!(

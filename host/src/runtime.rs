@@ -61,8 +61,9 @@ impl From<crate::event::EventKind> for wit::EventKind {
     }
 }
 
-/// The name a component imports the state interface under (any version).
-const STATE_INTERFACE: &str = "sandrail:guardrail/state@";
+/// The interfaces that reach the session's state (any version): a component that
+/// imports one needs the session held while it runs.
+const SESSION_INTERFACES: [&str; 2] = ["sandrail:guardrail/state@", "sandrail:guardrail/flags@"];
 
 /// The largest component file loaded.
 pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
@@ -108,8 +109,9 @@ pub enum RunError {
 pub struct Prepared {
     bytes: Cow<'static, [u8]>,
     pub sha256: String,
-    /// Whether the component imports `state` at all. One that does not never needs
-    /// the database, so an event whose guardrails are all stateless never opens it.
+    /// Whether the component imports `state` or `flags` at all. One that does not
+    /// never needs the database, so an event whose guardrails are all stateless
+    /// never opens it.
     pub uses_state: bool,
 }
 
@@ -275,7 +277,8 @@ fn imports_state(bytes: &[u8]) -> Result<bool, wasmparser::BinaryReaderError> {
             Payload::End(_) => depth -= 1,
             Payload::ComponentImportSection(imports) if depth == 0 => {
                 for import in imports {
-                    if import?.name.name.starts_with(STATE_INTERFACE) {
+                    let name = import?.name.name;
+                    if SESSION_INTERFACES.iter().any(|i| name.starts_with(i)) {
                         return Ok(true);
                     }
                 }

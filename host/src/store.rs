@@ -15,6 +15,7 @@
 //! bounded, so no guardrail can fill the disk or make the host hold more than a few
 //! MiB on its behalf.
 
+mod flags;
 pub mod lifecycle;
 mod lock;
 
@@ -26,7 +27,10 @@ use redb::{
     Database, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 
+pub use flags::{FlagError, FlagGrants};
 pub use lock::SessionLock;
+
+use flags::StagedFlags;
 
 use crate::escalation::{Escalated, Ladder, Level};
 
@@ -646,6 +650,11 @@ pub struct Keyspace {
     key_delta: i64,
     /// Bytes added minus bytes removed by the staged changes.
     byte_delta: i64,
+    /// Which flags it may touch, and its staged flag changes.
+    flag_grants: FlagGrants,
+    flags: StagedFlags,
+    /// The time a flag set now is stamped with.
+    now: u64,
 }
 
 impl Keyspace {
@@ -659,7 +668,17 @@ impl Keyspace {
             stored: None,
             key_delta: 0,
             byte_delta: 0,
+            flag_grants: FlagGrants::default(),
+            flags: StagedFlags::default(),
+            now: 0,
         }
+    }
+
+    /// Grants this keyspace the flags its entry lists; `now` stamps flags it sets.
+    pub fn with_flags(mut self, grants: FlagGrants, now: u64) -> Self {
+        self.flag_grants = grants;
+        self.now = now;
+        self
     }
 
     /// Marks the state as out of reach for this event; every call answers `unavailable`.
@@ -675,13 +694,66 @@ impl Keyspace {
 
     /// Ends the guardrail's turn: applies its staged writes when `keep` is true,
     /// discards them otherwise, and hands the transaction back.
-    pub fn finish(mut self, keep: bool) -> Result<Option<StateTxn>, StoreError> {
-        if let Ok(txn) = self.txn.as_mut()
-            && keep
-        {
-            txn.apply(&self.guardrail, &self.staged)?;
+    pub fn finish(self, keep: bool) -> Result<Option<StateTxn>, StoreError> {
+        self.finish_keeping(keep, keep)
+    }
+
+    /// Like [`Keyspace::finish`], keeping its writes and its flag changes
+    /// separately: a guardrail that runs after the chain was cut keeps only its
+    /// flags.
+    pub fn finish_keeping(
+        mut self,
+        writes: bool,
+        flags: bool,
+    ) -> Result<Option<StateTxn>, StoreError> {
+        if let Ok(txn) = self.txn.as_mut() {
+            if writes {
+                txn.apply(&self.guardrail, &self.staged)?;
+            }
+            if flags {
+                txn.apply_flags(&self.flags)?;
+            }
         }
         Ok(self.txn.ok())
+    }
+
+    fn flag_state(&self, flag: &str) -> Result<bool, FlagError> {
+        if let Some(change) = self.flags.changes.get(flag) {
+            return Ok(change.is_some());
+        }
+        let txn = self
+            .txn
+            .as_ref()
+            .map_err(|why| FlagError::Unavailable(why.clone()))?;
+        txn.flag_is_set(flag)
+            .map_err(|e| FlagError::Unavailable(e.to_string()))
+    }
+
+    pub fn flag_set(&mut self, flag: &str) -> Result<(), FlagError> {
+        if !self.flag_grants.may_set(flag) {
+            return Err(FlagError::NotGranted(format!("set '{flag}'")));
+        }
+        self.flag_state(flag)?;
+        self.flags.changes.insert(flag.to_owned(), Some(self.now));
+        Ok(())
+    }
+
+    pub fn flag_check(&self, flag: &str) -> Result<bool, FlagError> {
+        if !self.flag_grants.may_check(flag) {
+            return Err(FlagError::NotGranted(format!("check '{flag}'")));
+        }
+        self.flag_state(flag)
+    }
+
+    pub fn flag_consume(&mut self, flag: &str) -> Result<bool, FlagError> {
+        if !self.flag_grants.may_consume(flag) {
+            return Err(FlagError::NotGranted(format!("consume '{flag}'")));
+        }
+        let was_set = self.flag_state(flag)?;
+        if was_set {
+            self.flags.changes.insert(flag.to_owned(), None);
+        }
+        Ok(was_set)
     }
 
     fn txn(&self) -> Result<&StateTxn, KeyspaceError> {

@@ -9,6 +9,7 @@ mod cli;
 mod concurrency;
 mod escalation;
 mod events;
+mod flags;
 mod hostile;
 mod isolation;
 mod limits;

@@ -43,6 +43,9 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
                 "events": events,
                 "matcher": matcher,
                 "requires": g.requires,
+                "enabled": g.enabled,
+                "escalates": g.enforcement.is_some(),
+                "flags": g.flags,
             });
             writeln!(out, "{line}")?;
         } else {
@@ -55,7 +58,61 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
             if !g.requires.is_empty() {
                 writeln!(out, "  requires {}", g.requires.join(", "))?;
             }
+            if !g.enabled {
+                writeln!(out, "  enabled  false")?;
+            }
+            for (what, flags) in [
+                ("sets", &g.flags.set),
+                ("checks", &g.flags.check),
+                ("consumes", &g.flags.consume),
+            ] {
+                if !flags.is_empty() {
+                    writeln!(out, "  flags    {what} {}", flags.join(", "))?;
+                }
+            }
         }
     }
+    if !as_json {
+        flag_table(&config, &mut out)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Who may set, check and consume each flag: what a reviewer needs to see that a
+/// flag cannot be set or cleared by a guardrail that should not.
+fn flag_table(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
+    let mut flags: Vec<&str> = config
+        .guardrails
+        .iter()
+        .flat_map(|g| g.flags.names())
+        .collect();
+    flags.sort_unstable();
+    flags.dedup();
+    if flags.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nflags")?;
+    for flag in flags {
+        let who = |may: &dyn Fn(&sandrail::store::FlagGrants) -> bool| -> String {
+            let names: Vec<&str> = config
+                .guardrails
+                .iter()
+                .filter(|g| may(&g.flags))
+                .map(|g| g.name.as_str())
+                .collect();
+            if names.is_empty() {
+                "nobody".to_owned()
+            } else {
+                names.join(", ")
+            }
+        };
+        writeln!(
+            out,
+            "  {flag}: set by {}; consumed by {}; checked by {}",
+            who(&|f| f.may_set(flag)),
+            who(&|f| f.may_consume(flag)),
+            who(&|f| f.check.iter().any(|c| c == flag)),
+        )?;
+    }
+    Ok(())
 }

@@ -6,7 +6,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::output::Output;
-use super::wit::sandrail::guardrail::{log, state, types};
+use super::wit::sandrail::guardrail::{flags, log, state, types};
 use crate::store::{self, Keyspace, KeyspaceError};
 
 /// Longest single log message forwarded.
@@ -159,6 +159,27 @@ impl state::Host for HostState {
             .list_owner(&owner, &prefix)
             .map(entries)
             .map_err(to_wit)
+    }
+}
+
+fn flag_error(error: store::FlagError) -> flags::FlagError {
+    match error {
+        store::FlagError::NotGranted(what) => flags::FlagError::NotGranted(what),
+        store::FlagError::Unavailable(why) => flags::FlagError::Unavailable(why),
+    }
+}
+
+impl flags::Host for HostState {
+    fn set(&mut self, name: String) -> Result<(), flags::FlagError> {
+        self.keyspace.flag_set(&name).map_err(flag_error)
+    }
+
+    fn check(&mut self, name: String) -> Result<bool, flags::FlagError> {
+        self.keyspace.flag_check(&name).map_err(flag_error)
+    }
+
+    fn consume(&mut self, name: String) -> Result<bool, flags::FlagError> {
+        self.keyspace.flag_consume(&name).map_err(flag_error)
     }
 }
 

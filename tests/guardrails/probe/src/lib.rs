@@ -1,7 +1,7 @@
 //! A guardrail for the integration tests: its `config.action` says what to do, so one
 //! component exercises every path of the host — state, isolation, limits, failures.
 
-use sandrail_guest::{Event, Guardrail, Result, Verdict, log, state};
+use sandrail_guest::{Event, Guardrail, Result, Verdict, flags, log, state};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -91,6 +91,19 @@ impl Guardrail for Probe {
                         .sum::<usize>()
                 )),
                 Err(e) => Verdict::note(format!("list-owner error: {}", e.message())),
+            },
+            // Flags: set, check or consume `key`, reporting what the host answered.
+            "flag-set" => match flags::set(&config.key) {
+                Ok(()) => Verdict::note(format!("set {}", config.key)),
+                Err(e) => Verdict::note(format!("flag error: {}", e.message())),
+            },
+            "flag-check" => match flags::check(&config.key) {
+                Ok(set) => Verdict::note(format!("{} is set: {set}", config.key)),
+                Err(e) => Verdict::note(format!("flag error: {}", e.message())),
+            },
+            "flag-consume" => match flags::consume(&config.key) {
+                Ok(set) => Verdict::note(format!("{} consumed: {set}", config.key)),
+                Err(e) => Verdict::note(format!("flag error: {}", e.message())),
             },
             "log-empty" => {
                 for _ in 0..config.count {
