@@ -24,6 +24,7 @@
 
 extern crate self as sandrail_guest;
 
+pub mod data;
 mod event;
 pub mod flags;
 pub mod log;

@@ -2,6 +2,7 @@
 
 pub mod check_config;
 pub mod guardrail;
+pub mod import;
 pub mod list;
 pub mod overrides;
 pub mod state;

@@ -118,6 +118,8 @@ struct RawGuardrail {
     enabled: Option<bool>,
     #[serde(default)]
     flags: crate::store::FlagGrants,
+    #[serde(default)]
+    data: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -242,6 +244,8 @@ pub struct Guardrail {
     pub enabled: bool,
     /// The flags it may set, check and consume.
     pub flags: crate::store::FlagGrants,
+    /// Files the host reads for it: (the path as written, where it is).
+    pub data: Vec<(String, PathBuf)>,
 }
 
 impl Guardrail {
@@ -476,6 +480,18 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
     }
     let enforcement = g.enforcement.map(|e| e.validate()).transpose()?;
     g.flags.validate()?;
+    let data = g
+        .data
+        .iter()
+        .map(|written| {
+            let path = PathBuf::from(written);
+            let resolved = match base {
+                Some(base) if path.is_relative() => base.join(path),
+                _ => path,
+            };
+            (written.clone(), resolved)
+        })
+        .collect();
     Ok(Guardrail {
         name: g.name,
         source,
@@ -493,6 +509,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         enforcement,
         enabled: g.enabled.unwrap_or(true),
         flags: g.flags,
+        data,
     })
 }
 

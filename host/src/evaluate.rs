@@ -162,6 +162,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             &guardrail.name,
             &event,
             keyspace,
+            &guardrail.data,
             guardrail.limits,
         );
         let verdict = outcome

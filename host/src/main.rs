@@ -47,6 +47,9 @@ enum Command {
     /// Switch a guardrail on or off: in the config in force, or for one session.
     #[command(subcommand)]
     Guardrail(Switch),
+    /// Import rules from another tool into the config in force.
+    #[command(subcommand)]
+    Import(Import),
     /// Print the override trail: soft_blocks a person let through.
     Overrides {
         /// Only this session's.
@@ -56,6 +59,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum Import {
+    /// dotforge's behaviors: DIR holds behaviors/index.yaml.
+    Dotforge { dir: std::path::PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -110,6 +119,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::State(cmd) => commands::state::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),
         Command::Status { session, json } => commands::status::run(session, json),
+        Command::Import(Import::Dotforge { dir }) => commands::import::dotforge(&dir),
         Command::Guardrail(Switch::On { name, session }) => {
             commands::guardrail::run(&name, true, session.as_deref())
         }

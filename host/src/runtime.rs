@@ -184,6 +184,7 @@ impl Runtime {
         name: &str,
         event: &wit::Event,
         keyspace: Keyspace,
+        data: &[(String, PathBuf)],
         limits: Limits,
     ) -> RunOutcome {
         let stdout = Capture::new(CAPTURE_BYTES);
@@ -195,7 +196,7 @@ impl Runtime {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let state = HostState::new(name, keyspace, wasi, limits.memory_bytes);
+        let state = HostState::new(name, keyspace, data.to_vec(), wasi, limits.memory_bytes);
         let mut store = Store::new(&self.engine, state);
         // The epoch advances only while some guardrail runs.
         let _ticking = self.ticker.hold();

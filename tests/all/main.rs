@@ -7,6 +7,7 @@ mod bad_input;
 mod cache;
 mod cli;
 mod concurrency;
+mod dotforge;
 mod escalation;
 mod events;
 mod flags;

@@ -46,6 +46,7 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
                 "enabled": g.enabled,
                 "escalates": g.enforcement.is_some(),
                 "flags": g.flags,
+                "data": g.data.iter().map(|(written, _)| written).collect::<Vec<_>>(),
             });
             writeln!(out, "{line}")?;
         } else {
@@ -60,6 +61,9 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
             }
             if !g.enabled {
                 writeln!(out, "  enabled  false")?;
+            }
+            for (written, resolved) in &g.data {
+                writeln!(out, "  data     {written} ({})", resolved.display())?;
             }
             for (what, flags) in [
                 ("sets", &g.flags.set),

@@ -6,7 +6,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::output::Output;
-use super::wit::sandrail::guardrail::{flags, log, state, types};
+use super::wit::sandrail::guardrail::{data, flags, log, state, types};
 use crate::store::{self, Keyspace, KeyspaceError};
 
 /// Longest single log message forwarded.
@@ -23,6 +23,8 @@ const MAX_TABLE_ELEMENTS: usize = 100_000;
 /// run, so nothing leaks from one event or guardrail to the next.
 pub struct HostState {
     keyspace: Keyspace,
+    /// The files its entry grants: (the path as written, where it is).
+    data: Vec<(String, std::path::PathBuf)>,
     wasi: WasiCtx,
     table: ResourceTable,
     memory_limit: usize,
@@ -33,9 +35,16 @@ pub struct HostState {
 }
 
 impl HostState {
-    pub fn new(guardrail: &str, keyspace: Keyspace, wasi: WasiCtx, memory_limit: usize) -> Self {
+    pub fn new(
+        guardrail: &str,
+        keyspace: Keyspace,
+        data: Vec<(String, std::path::PathBuf)>,
+        wasi: WasiCtx,
+        memory_limit: usize,
+    ) -> Self {
         HostState {
             keyspace,
+            data,
             wasi,
             table: ResourceTable::new(),
             memory_limit,
@@ -180,6 +189,26 @@ impl flags::Host for HostState {
 
     fn consume(&mut self, name: String) -> Result<bool, flags::FlagError> {
         self.keyspace.flag_consume(&name).map_err(flag_error)
+    }
+}
+
+/// The largest file a data grant reads.
+pub const MAX_DATA_BYTES: u64 = 1 << 20;
+
+impl data::Host for HostState {
+    fn read(&mut self, path: String) -> Result<String, data::DataError> {
+        let Some((_, resolved)) = self.data.iter().find(|(written, _)| *written == path) else {
+            return Err(data::DataError::NotGranted(path));
+        };
+        let bytes = crate::files::read_regular(resolved, MAX_DATA_BYTES)
+            .map_err(|e| data::DataError::Unreadable(e.to_string()))?;
+        String::from_utf8(bytes).map_err(|e| {
+            data::DataError::Unreadable(format!(
+                "{} is not UTF-8 (invalid byte at offset {})",
+                resolved.display(),
+                e.utf8_error().valid_up_to()
+            ))
+        })
     }
 }
 
