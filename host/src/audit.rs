@@ -20,6 +20,9 @@ pub enum Detected {
     /// The same input came again within the override window, as it does when the
     /// user approves a refused call: inferred from timing.
     Reinvocation,
+    /// The soft_block asked the user, and the call's PostToolUse showed it ran:
+    /// certain.
+    Confirmed,
 }
 
 /// One override.

@@ -109,6 +109,9 @@ impl Ladder {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enforcement {
     pub ladder: Ladder,
+    /// What a soft_block answers on a PreToolUse: a refusal the user overrides by
+    /// approving the same call again, or Claude Code's own prompt to the user.
+    pub soft_block: SoftBlock,
     /// Rules with a ladder of their own.
     pub rules: BTreeMap<String, Ladder>,
     pub templates: Templates,
@@ -118,6 +121,18 @@ impl Enforcement {
     pub fn ladder(&self, rule: &str) -> &Ladder {
         self.rules.get(rule).unwrap_or(&self.ladder)
     }
+}
+
+/// How a soft_block is put to the harness.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SoftBlock {
+    /// `permissionDecision: "deny"`; the same call again within the window is an override.
+    #[default]
+    Deny,
+    /// `permissionDecision: "ask"`: the user decides in the harness, and the
+    /// PostToolUse of that call (same tool_use_id) confirms the override.
+    Ask,
 }
 
 /// Message templates, with `{guardrail}`, `{rule}`, `{message}`, `{counter}`,
@@ -152,6 +167,8 @@ pub struct RawEnforcement {
     nudge: Option<String>,
     warning: Option<String>,
     block: Option<String>,
+    #[serde(default)]
+    soft_block: SoftBlock,
 }
 
 #[derive(Debug, Deserialize)]
@@ -188,6 +205,7 @@ impl RawEnforcement {
         let defaults = Templates::default();
         Ok(Enforcement {
             ladder,
+            soft_block: self.soft_block,
             rules,
             templates: Templates {
                 nudge: self.nudge.unwrap_or(defaults.nudge),

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::audit;
 use crate::config::{Config, Guardrail, OnError};
-use crate::escalation::{self, Enforcement, Escalated, Level};
+use crate::escalation::{self, Enforcement, Escalated, Level, SoftBlock};
 use crate::guest_text;
 use crate::protocol::{self, Decision, HookInput};
 use crate::runtime::{self, Loaded, Prepared, RunError, Runtime, wit};
@@ -46,6 +46,7 @@ pub struct Dirs {
 /// and derived the event's facts; the holder then runs the guardrails and commits.
 pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     let mut decision = Decision::default();
+    confirm_asked(input, config, dirs);
     let mut matching = config.matching(input.kind, input.tool_name.as_deref());
     if !matching.is_empty()
         && let Some(state) = &dirs.state
@@ -83,6 +84,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     // Only a PreToolUse can be approved and sent again after a refusal.
     let input_hash = (input.kind == crate::event::EventKind::PreToolUse)
         .then(|| input_fingerprint(input.tool_input.as_deref().unwrap_or("null")));
+    let tool_use_id = input.fields.get("tool_use_id").and_then(|v| v.as_str());
     let mut overrides: Vec<(String, String, u64)> = Vec::new();
     let mut unavailable = String::from("no guardrail of this event imports state");
     let mut txn = None;
@@ -192,11 +194,13 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             Ok(verdict) => {
                 let verdict = match (verdict, &guardrail.enforcement) {
                     (wit::Verdict::Violation(v), Some(enforcement)) => {
+                        let asks = enforcement.soft_block == SoftBlock::Ask;
                         let occurrence = Occurrence {
                             tool: input.tool_name.as_deref(),
                             input_hash: input_hash.as_deref(),
                             now,
                             override_window: config.override_window,
+                            ask_for: tool_use_id.filter(|_| asks && input_hash.is_some()),
                         };
                         escalate(
                             &mut txn,
@@ -234,33 +238,86 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         None => false,
     };
     // An override is on the trail only once the state that recorded it is saved.
-    if committed && !overrides.is_empty() {
-        let records: Vec<audit::Override> = overrides
-            .into_iter()
-            .map(|(guardrail, rule, counter)| audit::Override {
-                time: crate::clock::rfc3339(now),
-                session: input.session_id.clone(),
-                guardrail,
-                rule,
-                tool: input.tool_name.clone(),
-                summary: audit::Override::summarise(input.tool_input.as_deref().unwrap_or("")),
-                counter,
-                detected: audit::Detected::Reinvocation,
-            })
-            .collect();
-        match &dirs.project {
-            Some(project) => {
-                if let Err(e) = audit::append(project, &records) {
-                    eprintln!("sandrail: {e}");
-                }
-            }
-            None => eprintln!(
-                "sandrail: no project directory: {} override(s) not written to the trail",
-                records.len()
-            ),
-        }
+    if committed {
+        write_trail(input, dirs, now, overrides, audit::Detected::Reinvocation);
     }
     decision
+}
+
+/// Puts overrides on the project's trail.
+fn write_trail(
+    input: &HookInput,
+    dirs: &Dirs,
+    now: u64,
+    overrides: Vec<(String, String, u64)>,
+    detected: audit::Detected,
+) {
+    if overrides.is_empty() {
+        return;
+    }
+    let records: Vec<audit::Override> = overrides
+        .into_iter()
+        .map(|(guardrail, rule, counter)| audit::Override {
+            time: crate::clock::rfc3339(now),
+            session: input.session_id.clone(),
+            guardrail,
+            rule,
+            tool: input.tool_name.clone(),
+            summary: audit::Override::summarise(input.tool_input.as_deref().unwrap_or("")),
+            counter,
+            detected,
+        })
+        .collect();
+    match &dirs.project {
+        Some(project) => {
+            if let Err(e) = audit::append(project, &records) {
+                eprintln!("sandrail: {e}");
+            }
+        }
+        None => eprintln!(
+            "sandrail: no project directory: {} override(s) not written to the trail",
+            records.len()
+        ),
+    }
+}
+
+/// A PostToolUse of a call a soft_block asked the user about: the user let it run.
+/// Each such pending block becomes an override recorded as certain. Only configs
+/// with a guardrail whose soft_block asks pay for the look.
+fn confirm_asked(input: &HookInput, config: &Config, dirs: &Dirs) {
+    let asks = config.guardrails.iter().any(|g| {
+        g.enforcement
+            .as_ref()
+            .is_some_and(|e| e.soft_block == SoftBlock::Ask)
+    });
+    let tool_use_id = input.fields.get("tool_use_id").and_then(|v| v.as_str());
+    let (true, Some(tool_use_id), Some(state)) = (
+        asks && input.kind == crate::event::EventKind::PostToolUse,
+        tool_use_id,
+        dirs.state.as_deref(),
+    ) else {
+        return;
+    };
+    let confirmed = SessionStore::open_existing(state, &input.session_id, config.lock_timeout)
+        .and_then(|store| {
+            let Some(store) = store else {
+                return Ok(Vec::new());
+            };
+            let mut txn = store.begin()?;
+            let confirmed = txn.confirm_asked(tool_use_id)?;
+            txn.commit()?;
+            Ok(confirmed)
+        });
+    match confirmed {
+        Ok(confirmed) => write_trail(
+            input,
+            dirs,
+            crate::clock::now(),
+            confirmed,
+            audit::Detected::Confirmed,
+        ),
+        Err(e) => eprintln!("sandrail: cannot confirm an approved call: {e}"),
+    }
 }
 
 /// What the guardrails recorded for this event is lost: say so, and let the failure
@@ -279,6 +336,8 @@ fn report_lost_state(decision: &mut Decision, config: &Config, why: &str) {
 /// Under `on_error = "deny"`, refuses the event because sandrail itself failed.
 fn host_failure(decision: &mut Decision, config: &Config, why: &str) {
     if config.on_error == OnError::Deny {
+        // Not a question for the user: a refusal.
+        decision.ask = false;
         decision.refusals.push(guest_text::attributed(
             HOST_AUTHOR,
             &format!(
@@ -412,6 +471,8 @@ enum Judged {
         author: String,
         level: Level,
         text: Option<String>,
+        /// A soft_block put to the user as a question.
+        ask: bool,
     },
 }
 
@@ -482,6 +543,7 @@ fn escalate(
         author: format!("/{}", violation.rule),
         level: escalated.level,
         text,
+        ask: escalated.level == Level::SoftBlock && occurrence.ask_for.is_some(),
     }
 }
 
@@ -515,12 +577,14 @@ fn record(decision: &mut Decision, guardrail: &str, judged: Judged) -> bool {
             author,
             level,
             text,
+            ask,
         } => {
             let Some(text) = text else {
                 return false;
             };
             let text = guest_text::attributed(&format!("[{guardrail}{author}]"), &text);
             if level.blocks() {
+                decision.ask = ask && decision.refusals.is_empty();
                 decision.refusals.push(text);
                 true
             } else {

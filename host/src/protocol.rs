@@ -265,6 +265,9 @@ pub struct Decision {
     pub refusals: Vec<String>,
     /// Context for the agent.
     pub notes: Vec<String>,
+    /// The refusal is a question for the user (a soft_block answering `ask`):
+    /// where the harness can prompt, it asks instead of refusing.
+    pub ask: bool,
 }
 
 impl Decision {
@@ -286,7 +289,8 @@ pub fn render(kind: EventKind, decision: &Decision) -> Option<Value> {
             let mut specific = Map::new();
             specific.insert("hookEventName".into(), json!(kind.name()));
             if let Some(reason) = reason {
-                specific.insert("permissionDecision".into(), json!("deny"));
+                let decision = if decision.ask { "ask" } else { "deny" };
+                specific.insert("permissionDecision".into(), json!(decision));
                 specific.insert("permissionDecisionReason".into(), json!(reason));
             }
             if let Some(context) = context {
@@ -381,7 +385,7 @@ mod tests {
     fn pre_tool_use_deny_shape() {
         let d = Decision {
             refusals: vec!["[g] no".into()],
-            notes: vec![],
+            ..Decision::default()
         };
         let out = render(EventKind::PreToolUse, &d).unwrap();
         assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");

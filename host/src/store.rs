@@ -365,6 +365,37 @@ impl StateTxn {
         value_of(&self.txn.open_table(ENTRIES)?, guardrail, key)
     }
 
+    /// The rules whose soft_block asked the user about the call `tool_use_id`: the
+    /// user let it run, so each is an override, recorded as certain. Returns
+    /// (guardrail, rule, counter) for each.
+    pub fn confirm_asked(
+        &mut self,
+        tool_use_id: &str,
+    ) -> Result<Vec<(String, String, u64)>, StoreError> {
+        let mut table = self.txn.open_table(RULES)?;
+        let mut confirmed = Vec::new();
+        for item in table.iter()? {
+            let (k, v) = item?;
+            let Ok(mut state) = serde_json::from_str::<RuleState>(v.value()) else {
+                continue;
+            };
+            if state.pending.as_ref().and_then(|p| p.asked.as_deref()) == Some(tool_use_id) {
+                let (guardrail, rule) = k.value();
+                state.pending = None;
+                state.overrides += 1;
+                confirmed.push((guardrail.to_owned(), rule.to_owned(), state));
+            }
+        }
+        let mut out = Vec::with_capacity(confirmed.len());
+        for (guardrail, rule, state) in confirmed {
+            let text = serde_json::to_string(&state).map_err(StoreError::Encode)?;
+            table.insert((guardrail.as_str(), rule.as_str()), text.as_str())?;
+            self.dirty = true;
+            out.push((guardrail, rule, state.counter));
+        }
+        Ok(out)
+    }
+
     /// Takes over another session's counters and levels (not its pending blocks),
     /// for a session that continues it; returns how many rules it took.
     pub fn inherit_rules(&mut self, rules: &[RuleRecord]) -> Result<usize, StoreError> {
@@ -424,6 +455,7 @@ impl StateTxn {
                     state.pending = Some(PendingBlock {
                         input_hash: hash.to_owned(),
                         at: occurrence.now,
+                        asked: occurrence.ask_for.map(str::to_owned),
                     });
                 }
                 Escalation::Counted(Escalated {
@@ -537,6 +569,10 @@ pub struct PendingBlock {
     pub input_hash: String,
     /// When it was refused, in seconds since the epoch.
     pub at: u64,
+    /// Set when the soft_block asked the user: the call's id, which its
+    /// PostToolUse carries if the user let it run.
+    #[serde(default)]
+    pub asked: Option<String>,
 }
 
 /// One violation, as escalation sees it.
@@ -548,6 +584,8 @@ pub struct Occurrence<'a> {
     pub now: u64,
     /// How long after a soft_block the same input counts as the user's override.
     pub override_window: u64,
+    /// The call's tool_use_id, when a soft_block asks the user rather than refusing.
+    pub ask_for: Option<&'a str>,
 }
 
 /// What a violation came to.

@@ -247,15 +247,17 @@ fn a_corrupt_database_is_moved_aside_and_the_event_judged_in_full() {
     let db = project.session_db("sess-corrupt");
     std::fs::create_dir_all(db.parent().expect("sessions dir")).expect("sessions dir");
     std::fs::write(&db, b"this is not a redb file").expect("write");
-    // A destructive command is refused, the stateful guardrail counts again from a
-    // fresh database, and the damaged file is kept beside it.
+    // One event both needs the state and refuses a force push: the database is
+    // moved aside, and the refusal stands.
+    project.config(&format!(
+        "[[guardrail]]\nname = \"no-destructive-git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n{}",
+        probe_config(&[("counter", "[guardrail.config]\naction = \"count\"\n")])
+    ));
     let run = project.hook(&bash("sess-corrupt", "git push --force"));
     assert!(
         run.deny_reason()
             .is_some_and(|r| r.starts_with("[no-destructive-git/force-push]"))
     );
-    let run = project.hook(&write("sess-corrupt", "/home/dev/project/a.rs"));
-    run.assert_silent();
     assert!(
         run.stderr()
             .contains("this session's state database was unusable")
@@ -263,6 +265,11 @@ fn a_corrupt_database_is_moved_aside_and_the_event_judged_in_full() {
         "{}",
         run.stderr()
     );
+    // The stateful guardrails count again, in the fresh database.
+    std::fs::remove_file(project.dir().join("sandrail.toml")).expect("back to the default");
+    project
+        .hook(&write("sess-corrupt", "/home/dev/project/a.rs"))
+        .assert_silent();
     assert_eq!(
         project.state("sess-corrupt", "session-budget"),
         [("edits".to_owned(), "1".to_owned())]

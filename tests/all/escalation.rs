@@ -372,3 +372,44 @@ fn a_hard_block_is_never_overridden() {
     );
     assert!(!project.dir().join(".sandrail").exists());
 }
+
+#[test]
+fn a_soft_block_can_ask_and_the_post_tool_use_confirms_the_override() {
+    let project = Project::new();
+    project.config(&violating(
+        "asking",
+        "r",
+        "[guardrail.enforcement]\ndefault_level = \"soft_block\"\nsoft_block = \"ask\"\nblock = \"b={counter}\"\n",
+    ));
+    let call = |event: &str, id: &str| {
+        payload(
+            event,
+            "sess-ask",
+            serde_json::json!({"tool_name": "Write", "tool_input": {"file_path": "/p/a.rs", "content": "x"}, "tool_use_id": id}),
+        )
+    };
+    let answer = project.hook(&call("PreToolUse", "toolu_ASK")).answer();
+    assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "ask");
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecisionReason"],
+        "[asking/r] b=1"
+    );
+    // The user said yes and the tool ran: its PostToolUse confirms the override. (The
+    // probe also judges the PostToolUse itself, a separate event.)
+    project.hook(&call("PostToolUse", "toolu_ASK"));
+    let trail = std::fs::read_to_string(project.dir().join(".sandrail/audit/overrides.jsonl"))
+        .expect("the trail");
+    let line: Value = serde_json::from_str(trail.lines().next().expect("a line")).expect("json");
+    assert_eq!(line["detected"], "confirmed");
+    assert_eq!(line["counter"], 1);
+    assert_eq!(line["rule"], "r");
+    // Another call's PostToolUse confirms nothing.
+    project.hook(&call("PostToolUse", "toolu_OTHER"));
+    assert_eq!(
+        std::fs::read_to_string(project.dir().join(".sandrail/audit/overrides.jsonl"))
+            .expect("trail")
+            .lines()
+            .count(),
+        1
+    );
+}
