@@ -32,24 +32,9 @@ fn tool(session: &str, tool: &str, input: Value) -> Vec<u8> {
     )
 }
 
-/// (decision, text) of an answer: "silent", "context" or "deny".
+/// What the agent was told: (decision, text).
 fn told(run: &Run) -> (String, String) {
-    assert_eq!(run.code(), Some(0), "{}", run.stderr());
-    if run.stdout().trim().is_empty() {
-        return ("silent".into(), String::new());
-    }
-    let answer = run.answer();
-    let specific = &answer["hookSpecificOutput"];
-    if let Some(reason) = specific["permissionDecisionReason"].as_str() {
-        return ("deny".into(), reason.to_owned());
-    }
-    (
-        "context".into(),
-        specific["additionalContext"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned(),
-    )
+    run.told()
 }
 
 fn counter(project: &Project, session: &str, guardrail: &str) -> u64 {

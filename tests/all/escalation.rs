@@ -19,27 +19,7 @@ fn violating(name: &str, rule: &str, extra: &str) -> String {
 
 /// What the agent was told: (decision, text).
 fn told(run: &Run) -> (String, String) {
-    if run.stdout().trim().is_empty() {
-        return ("silent".into(), String::new());
-    }
-    let answer: Value = run.answer();
-    let specific = &answer["hookSpecificOutput"];
-    match specific["permissionDecision"].as_str() {
-        Some(decision) => (
-            decision.to_owned(),
-            specific["permissionDecisionReason"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned(),
-        ),
-        None => (
-            "context".into(),
-            specific["additionalContext"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned(),
-        ),
-    }
+    run.told()
 }
 
 #[test]

@@ -254,6 +254,33 @@ impl Run {
         assert_eq!(self.stdout(), "", "stderr: {}", self.stderr());
     }
 
+    /// What the agent was told: ("silent", ""), ("context", additionalContext), or
+    /// (permissionDecision, permissionDecisionReason) for a PreToolUse decision.
+    pub fn told(&self) -> (String, String) {
+        assert_eq!(self.code(), Some(0), "stderr: {}", self.stderr());
+        if self.stdout().trim().is_empty() {
+            return ("silent".into(), String::new());
+        }
+        let answer = self.answer();
+        let specific = &answer["hookSpecificOutput"];
+        match specific["permissionDecision"].as_str() {
+            Some(decision) => (
+                decision.to_owned(),
+                specific["permissionDecisionReason"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned(),
+            ),
+            None => (
+                "context".into(),
+                specific["additionalContext"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned(),
+            ),
+        }
+    }
+
     /// The PreToolUse refusal reason, if the answer is a deny.
     pub fn deny_reason(&self) -> Option<String> {
         let answer = self.answer();
