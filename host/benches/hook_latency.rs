@@ -107,14 +107,7 @@ fn main() {
         ("sandrail hook, cold cache", &cold),
         ("Write, state committed", &stateful),
     ] {
-        println!(
-            "{:<28} {:>10} {:>10} {:>10} {:>11.2}x",
-            name,
-            ms(s.median),
-            ms(s.p99),
-            ms(s.min),
-            s.median.as_secs_f64() / floor.median.as_secs_f64()
-        );
+        row(name, s, &floor);
     }
     // Escalation state: each force push is counted before it is refused.
     let escalating = dir.join("escalating");
@@ -194,14 +187,7 @@ fn main() {
         ("Write, 10,000 idle sessions", &among_idle),
         ("hourly purge scan, 10,000", &purge_scan),
     ] {
-        println!(
-            "{:<28} {:>10} {:>10} {:>10} {:>11.2}x",
-            name,
-            ms(s.median),
-            ms(s.p99),
-            ms(s.min),
-            s.median.as_secs_f64() / floor.median.as_secs_f64()
-        );
+        row(name, s, &floor);
     }
 
     let padded_command = format!("{}git push --force", "true | ".repeat((2 << 20) / 7));
@@ -211,14 +197,7 @@ fn main() {
             .map(|_| spawn(SANDRAIL, &padded_payload, dir, &warm_cache).0)
             .collect(),
     );
-    println!(
-        "{:<28} {:>10} {:>10} {:>10} {:>11.2}x",
-        "2 MiB padded force push",
-        ms(padded.median),
-        ms(padded.p99),
-        ms(padded.min),
-        padded.median.as_secs_f64() / floor.median.as_secs_f64()
-    );
+    row("2 MiB padded force push", &padded, &floor);
     println!();
     println!(
         "targets: warm median <= 3 ms (is {}), warm <= 5x the floor (is {:.2}x)",
@@ -380,6 +359,18 @@ fn parallel(payloads: &[String], project: &Path, state: &Path, cache: &Path) -> 
         waits,
         stored,
     }
+}
+
+/// One line of the latency table.
+fn row(name: &str, s: &Stats, floor: &Stats) {
+    println!(
+        "{:<28} {:>10} {:>10} {:>10} {:>11.2}x",
+        name,
+        ms(s.median),
+        ms(s.p99),
+        ms(s.min),
+        s.median.as_secs_f64() / floor.median.as_secs_f64()
+    );
 }
 
 /// Runs one process with the payload on stdin; the wall time and whether it succeeded.

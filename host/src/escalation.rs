@@ -323,7 +323,7 @@ pub fn render(templates: &Templates, vars: &Vars<'_>) -> Option<String> {
 }
 
 /// Replaces each `{name}` with its value in one pass, so a value that contains a
-/// placeholder is not expanded again; unknown placeholders stay as written.
+/// `{name}` is not expanded again; names it does not know stay as written.
 fn substitute(template: &str, vars: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
