@@ -63,7 +63,11 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
                 writeln!(out, "  enabled  false")?;
             }
             for (written, resolved) in &g.data {
-                writeln!(out, "  data     {written} ({})", resolved.display())?;
+                if std::path::Path::new(written) == resolved.as_path() {
+                    writeln!(out, "  data     {written}")?;
+                } else {
+                    writeln!(out, "  data     {written} ({})", resolved.display())?;
+                }
             }
             for (what, flags) in [
                 ("sets", &g.flags.set),
