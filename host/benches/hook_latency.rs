@@ -110,13 +110,11 @@ fn main() {
         row(name, s, &floor);
     }
     // Escalation state: each force push is counted before it is refused.
-    let escalating = dir.join("escalating");
-    std::fs::create_dir_all(&escalating).expect("escalating project");
-    std::fs::write(
-        escalating.join("sandrail.toml"),
+    let escalating = project_with(
+        dir,
+        "escalating",
         "[[guardrail]]\nname = \"no-destructive-git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n[guardrail.enforcement]\ndefault_level = \"nudge\"\nescalation = [{ after = 3, level = \"hard_block\" }]\n",
-    )
-    .expect("escalating config");
+    );
     let force_push = pre_tool_use("Bash", serde_json::json!({"command": "git push --force"}));
     let escalating_state = dir.join("escalating-state");
     let escalated = Stats::of(
@@ -212,13 +210,11 @@ fn main() {
         "{:<30} {:>9} {:>8} {:>8} {:>9} {:>11} {:>11} {:>9}",
         "case", "wall", "allowed", "refused", "timeouts", "wait p50", "wait max", "stored"
     );
-    let project = dir.join("parallel");
-    std::fs::create_dir_all(&project).expect("parallel project");
-    std::fs::write(
-        project.join("sandrail.toml"),
+    let project = project_with(
+        dir,
+        "parallel",
         "[[guardrail]]\nname = \"session-budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\nlimit = 60\n",
-    )
-    .expect("parallel config");
+    );
     for (name, sessions) in [("200 on one session", 1), ("200 over 20 sessions", 20)] {
         for round in 0..3 {
             let state = dir.join(format!("parallel-state-{sessions}-{round}"));
@@ -359,6 +355,14 @@ fn parallel(payloads: &[String], project: &Path, state: &Path, cache: &Path) -> 
         waits,
         stored,
     }
+}
+
+/// A project directory `name` in `dir` holding `config` as its sandrail.toml.
+fn project_with(dir: &Path, name: &str, config: &str) -> std::path::PathBuf {
+    let project = dir.join(name);
+    std::fs::create_dir_all(&project).expect("project dir");
+    std::fs::write(project.join("sandrail.toml"), config).expect("project config");
+    project
 }
 
 /// One line of the latency table.

@@ -415,14 +415,9 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
             Source::Builtin(name.to_owned())
         }
         None => {
-            let path = PathBuf::from(&g.source);
             // Whether the file exists is checked when it is loaded, so that a missing
             // component costs only its own guardrail.
-            let path = match base {
-                Some(base) if path.is_relative() => base.join(path),
-                _ => path,
-            };
-            Source::File(path)
+            Source::File(relative_to_config(base, &g.source))
         }
     };
     let sha256 = match g.sha256 {
@@ -483,14 +478,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
     let data = g
         .data
         .iter()
-        .map(|written| {
-            let path = PathBuf::from(written);
-            let resolved = match base {
-                Some(base) if path.is_relative() => base.join(path),
-                _ => path,
-            };
-            (written.clone(), resolved)
-        })
+        .map(|written| (written.clone(), relative_to_config(base, written)))
         .collect();
     Ok(Guardrail {
         name: g.name,
@@ -511,6 +499,15 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         flags: g.flags,
         data,
     })
+}
+
+/// A path as written in the config: relative ones start at the config's directory.
+fn relative_to_config(base: Option<&Path>, written: &str) -> PathBuf {
+    let path = PathBuf::from(written);
+    match base {
+        Some(base) if path.is_relative() => base.join(path),
+        _ => path,
+    }
 }
 
 /// Orders guardrails so that each runs after those it requires, keeping config order

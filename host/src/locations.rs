@@ -35,6 +35,16 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
+/// Opens `path` for reading and writing, creating it readable by its owner only if
+/// it does not exist; its contents are left as they are.
+pub fn open_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
 fn home() -> Option<PathBuf> {
     from_env("HOME")
 }

@@ -176,15 +176,6 @@ fn is_corrupt(error: &redb::DatabaseError) -> bool {
     }
 }
 
-/// Creates `path` readable by its owner only, if it does not exist.
-fn create_private_file(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path).map(drop)
-}
-
 /// One session's state, held by this process until dropped.
 pub struct SessionStore {
     db: Database,
@@ -211,7 +202,7 @@ impl SessionStore {
             source,
         };
         // Created owner-only before redb initialises it, as the directory is.
-        create_private_file(&files.database).map_err(|e| open_error(e.into()))?;
+        crate::locations::open_private_file(&files.database).map_err(|e| open_error(e.into()))?;
         let mut moved_aside = None;
         let db = match Database::create(&files.database) {
             Ok(db) => db,
@@ -223,7 +214,8 @@ impl SessionStore {
                     .with_extension(format!("redb.corrupt-{}", crate::clock::now()));
                 std::fs::rename(&files.database, &aside)
                     .map_err(|source| open_error(source.into()))?;
-                create_private_file(&files.database).map_err(|e| open_error(e.into()))?;
+                crate::locations::open_private_file(&files.database)
+                    .map_err(|e| open_error(e.into()))?;
                 moved_aside = Some((aside, e.to_string()));
                 Database::create(&files.database).map_err(open_error)?
             }

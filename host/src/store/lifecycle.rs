@@ -34,11 +34,7 @@ fn seconds_of(time: std::time::SystemTime) -> u64 {
 pub fn touch(state_dir: &Path, session: &str, now: u64) -> std::io::Result<()> {
     let files = SessionFiles::new(state_dir, session);
     crate::locations::create_private_dir(&files.dir)?;
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(&files.lock)?.set_modified(at(now))
+    crate::locations::open_private_file(&files.lock)?.set_modified(at(now))
 }
 
 /// When `session` was last used, if it exists.

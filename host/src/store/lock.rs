@@ -6,7 +6,7 @@
 //! The wait is bounded: past the timeout the caller gives up, and the lock the
 //! abandoned wait eventually gets is released at once.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -67,11 +67,7 @@ impl SessionLock {
 }
 
 fn open(path: &Path) -> Result<File, StoreError> {
-    let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path).map_err(|source| StoreError::Lock {
+    crate::locations::open_private_file(path).map_err(|source| StoreError::Lock {
         path: path.to_path_buf(),
         source,
     })
