@@ -69,6 +69,9 @@ struct RawConfig {
     settings: RawSettings,
     #[serde(default, rename = "guardrail")]
     guardrails: Vec<RawGuardrail>,
+    /// Additions to the fact layer's pattern lists.
+    #[serde(default)]
+    facts: crate::facts::patterns::RawPatterns,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -80,6 +83,7 @@ struct RawSettings {
     session_ttl_hours: Option<u64>,
     #[serde(default)]
     inherit_on: Vec<InheritOn>,
+    mandate: Option<String>,
 }
 
 /// SessionStart sources after which a new session takes over the counters and
@@ -120,6 +124,8 @@ struct RawGuardrail {
     flags: crate::store::FlagGrants,
     #[serde(default)]
     data: Vec<String>,
+    #[serde(default)]
+    facts: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -154,6 +160,10 @@ pub struct Config {
     pub session_ttl: u64,
     pub inherit_on: Vec<InheritOn>,
     pub guardrails: Vec<Guardrail>,
+    /// The pattern lists the facts are derived from, with the config's additions.
+    pub patterns: crate::facts::Patterns,
+    /// The mandate `[settings] mandate` names.
+    pub mandate: Option<crate::mandate::Mandate>,
 }
 
 /// Where a guardrail's component comes from.
@@ -246,6 +256,8 @@ pub struct Guardrail {
     pub flags: crate::store::FlagGrants,
     /// Files the host reads for it: (the path as written, where it is).
     pub data: Vec<(String, PathBuf)>,
+    /// The fact namespaces it reads whose upkeep costs state (`facts = ["session"]`).
+    pub reads_facts: Vec<crate::facts::Costly>,
 }
 
 impl Guardrail {
@@ -353,6 +365,22 @@ impl Config {
             origin: origin.to_string(),
             message: format!("`requires` forms a cycle: {}", cycle.join(" -> ")),
         })?;
+        let patterns =
+            crate::facts::Patterns::with(&raw.facts).map_err(|message| ConfigError::Parse {
+                origin: origin.to_string(),
+                message,
+            })?;
+        let mandate = match &raw.settings.mandate {
+            Some(written) => Some(
+                crate::mandate::Mandate::load(&relative_to_config(base, written)).map_err(|e| {
+                    ConfigError::Parse {
+                        origin: origin.to_string(),
+                        message: format!("settings.mandate: {e}"),
+                    }
+                })?,
+            ),
+            None => None,
+        };
         Ok(Config {
             origin,
             lock_timeout,
@@ -361,7 +389,17 @@ impl Config {
             session_ttl: session_ttl.saturating_mul(3600),
             inherit_on: raw.settings.inherit_on,
             guardrails,
+            patterns,
+            mandate,
         })
+    }
+
+    /// Whether a configured guardrail declares it reads a costly namespace, so the
+    /// host keeps it.
+    pub fn keeps(&self, namespace: crate::facts::Costly) -> bool {
+        self.guardrails
+            .iter()
+            .any(|g| g.enabled && g.reads_facts.contains(&namespace))
     }
 
     /// The guardrails that want this event, in evaluation order.
@@ -480,6 +518,18 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         .iter()
         .map(|written| (written.clone(), relative_to_config(base, written)))
         .collect();
+    let mut reads_facts = Vec::new();
+    for namespace in &g.facts {
+        match crate::facts::Costly::from_name(namespace) {
+            Some(costly) if !reads_facts.contains(&costly) => reads_facts.push(costly),
+            Some(_) => {}
+            None => {
+                return Err(format!(
+                    "facts: '{namespace}' is not a namespace that needs declaring; the namespaces whose upkeep costs state are \"session\" and \"case\" (the others are always derived)"
+                ));
+            }
+        }
+    }
     Ok(Guardrail {
         name: g.name,
         source,
@@ -498,6 +548,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         enabled: g.enabled.unwrap_or(true),
         flags: g.flags,
         data,
+        reads_facts,
     })
 }
 

@@ -71,7 +71,8 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
 
     // The turn and the facts need no state: worked out before the session is held,
     // so that holding it costs only the guardrails' calls and the commit.
-    let base_event = base_event(input);
+    let facts = crate::facts::derive(input, &config.patterns, config.mandate.as_ref());
+    let base_event = base_event(input, &facts);
 
     let stateful: Vec<&str> = prepared
         .iter()
@@ -397,7 +398,7 @@ fn begin_state(
 }
 
 /// The parts of the event every guardrail shares.
-fn base_event(input: &HookInput) -> wit::Event {
+fn base_event(input: &HookInput, facts: &crate::facts::Facts) -> wit::Event {
     let turn = input.transcript_path.as_deref().and_then(|path| {
         match transcript::current_turn(Path::new(path)) {
             Ok(turn) => Some(turn),
@@ -419,7 +420,7 @@ fn base_event(input: &HookInput) -> wit::Event {
         tool_input: input.tool_input.clone(),
         payload: input.raw.clone(),
         config: String::new(),
-        facts: crate::facts::derive(input).to_string(),
+        facts: facts.to_json(),
     }
 }
 

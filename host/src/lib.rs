@@ -8,6 +8,7 @@
 //! - [`event`]: the event kinds sandrail judges
 //! - [`config`]: `sandrail.toml` and the embedded default
 //! - [`facts`]: what the host derives about an event for every guardrail
+//! - [`mandate`]: the mandate file: limits, case layout
 //! - [`shell`]: what a shell command line runs, for the facts
 //! - [`transcript`]: reading the transcript, for the current turn
 //! - [`files`]: reading files named from outside, safely
@@ -32,6 +33,7 @@ pub mod files;
 pub mod guest_text;
 pub mod hook;
 pub mod locations;
+pub mod mandate;
 pub mod protocol;
 pub mod runtime;
 pub mod shell;

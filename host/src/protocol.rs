@@ -57,6 +57,10 @@ const KNOWN_UNJUDGED: &[&str] = &[
 
 /// One parsed hook payload.
 ///
+/// The payload's top-level key under which a platform embedding sandrail supplies
+/// its snapshot: the `platform` facts.
+pub const PLATFORM_KEY: &str = "sandrail_platform";
+
 /// The payload is read leniently, because parts of it are written by the agent
 /// (the tool input): bytes that are not UTF-8 and escapes of lone surrogates are
 /// replaced by U+FFFD, and only the top-level fields (and the tool input's) are
@@ -74,6 +78,10 @@ pub struct HookInput {
     pub tool_fields: Map<String, Value>,
     /// The payload's top-level scalar fields.
     pub fields: Map<String, Value>,
+    /// The platform's snapshot, as JSON text: the payload's top-level
+    /// [`PLATFORM_KEY`], which only the payload's author (the harness or the calling
+    /// platform service, never the agent) can write.
+    pub platform: Option<String>,
     /// The payload text, repaired as above: valid UTF-8 and valid JSON escapes.
     pub raw: String,
     /// What had to be repaired to read the payload, one sentence each.
@@ -158,7 +166,9 @@ impl HookInput {
         } else {
             (None, None, Map::new())
         };
+        let platform = top.get(PLATFORM_KEY).map(|raw| raw.get().to_owned());
         Ok(HookInput {
+            platform,
             kind,
             session_id,
             cwd: text("cwd"),

@@ -7,18 +7,63 @@
 //! does run is followed: command substitutions (`$(…)`, backticks, `<(…)`, also
 //! inside double quotes and unquoted heredoc bodies), compound commands
 //! (`if …; then …`, `for …; do …`, `{ …; }`), and the scripts of `sh -c`,
-//! `bash -c`, `env -S` and `eval`.
+//! `bash -c`, `env -S`, `eval`, `ssh host …`, PowerShell's `-Command` and
+//! `-EncodedCommand`, and the commands interpreter one-liners (`python -c`,
+//! `node -e`, `perl -e`, `ruby -e`, `awk`'s `system()`, `sed`'s `e`) run
+//! (see [`embedded`]). Words the shell assembles are resolved where they can be:
+//! `r''m`, `$'\x72\x6d'`, a variable assigned earlier on the line.
+
+mod embedded;
+pub mod powershell;
+
+pub use embedded::Script;
 
 /// Deepest nesting of substitutions and inline scripts followed. A command line
 /// nested deeper cannot be analysed, and says so rather than pass.
 pub const MAX_DEPTH: usize = 8;
 
+/// How many commands feeding one command (through a pipe or a substitution) are
+/// remembered: enough to see `curl … | sh`, bounded for pathological lines.
+const MAX_FEEDERS: usize = 16;
+
+/// One simple command a line runs.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// The argument vector, with the variable assignments, reserved words and
+    /// wrappers (`env`, `sudo`, `timeout`, …) in front removed. Empty for a bare
+    /// redirection (`> file`).
+    pub argv: Vec<String>,
+    /// Files the command's redirections open.
+    pub redirects: Vec<Redirect>,
+    /// Commands whose output this one consumes: earlier stages of its pipeline, and
+    /// substitutions (`$(…)`, backticks, `<(…)`) in its words. Unwrapped like `argv`.
+    pub fed_by: Vec<Vec<String>>,
+    /// `xargs` ran it, so more arguments arrive on its standard input.
+    pub args_from_stdin: bool,
+}
+
+/// A redirection to or from a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    pub kind: RedirectKind,
+    pub target: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirectKind {
+    /// `< file`
+    Read,
+    /// `> file`, `>| file`, `&> file`, `<> file`
+    Write,
+    /// `>> file`, `&>> file`
+    Append,
+}
+
 /// What a command line runs.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Analysis {
-    /// Every simple command, as an argument vector with the variable assignments,
-    /// reserved words and wrappers (`env`, `sudo`, `timeout`, …) in front removed.
-    pub commands: Vec<Vec<String>>,
+    /// Every simple command, in the order the shell meets them.
+    pub commands: Vec<Command>,
     /// The line nests deeper than [`MAX_DEPTH`]; what it runs is not fully known.
     pub too_deep: bool,
 }
@@ -27,33 +72,132 @@ pub struct Analysis {
 /// holds one command at a time.
 pub fn analyse(line: &str) -> Analysis {
     let mut commands = Vec::new();
-    let too_deep = visit(line, &mut |argv| commands.push(argv));
+    let too_deep = visit(line, &mut |command| commands.push(command));
     Analysis { commands, too_deep }
 }
 
 /// Calls `each` with every simple command the line runs, in order, as soon as it
 /// is found; true when the line nests deeper than [`MAX_DEPTH`]. Time is linear in
 /// the line, and memory is the line plus one command.
-pub fn visit(line: &str, each: &mut dyn FnMut(Vec<String>)) -> bool {
-    collect(line, 0, each)
+pub fn visit(line: &str, each: &mut dyn FnMut(Command)) -> bool {
+    let mut variables = Variables::default();
+    collect(line, 0, &mut variables, each)
 }
 
-fn collect(line: &str, depth: usize, out: &mut dyn FnMut(Vec<String>)) -> bool {
-    let chars: Vec<char> = line.chars().collect();
-    let mut scripts_too_deep = false;
-    let mut on_command = |argv: Vec<String>| {
-        let argv = unwrap(argv);
-        if argv.is_empty() {
+/// `{rm,-rf,/}` is the words `rm -rf /`: brace expansion of comma lists with
+/// no spaces, which bash performs before running the command.
+fn expand_braces(argv: Vec<String>) -> Vec<String> {
+    if !argv
+        .iter()
+        .any(|w| w.starts_with('{') && w.ends_with('}') && w.contains(','))
+    {
+        return argv;
+    }
+    let mut expanded = Vec::with_capacity(argv.len());
+    for word in argv {
+        match word.strip_prefix('{').and_then(|w| w.strip_suffix('}')) {
+            Some(inner) if inner.contains(',') && !inner.contains(['{', '}']) => {
+                expanded.extend(inner.split(',').map(str::to_owned))
+            }
+            _ => expanded.push(word),
+        }
+    }
+    expanded
+}
+
+/// Variables assigned by earlier commands of the line (`x=rm; $x -rf /`), so a
+/// word that is only a reference to one can be resolved.
+#[derive(Default)]
+struct Variables(std::collections::HashMap<String, String>);
+
+/// At most this many variables are remembered, and values this long.
+const MAX_VARIABLES: usize = 64;
+const MAX_VARIABLE_LEN: usize = 4096;
+
+impl Variables {
+    /// Records the assignments of a command made only of assignments.
+    fn record(&mut self, argv: &[String]) {
+        if argv.is_empty() || !argv.iter().all(|w| is_assignment(w)) {
             return;
         }
-        for command in find_exec_commands(&argv) {
-            out(unwrap(command));
+        for word in argv {
+            if let Some((name, value)) = word.split_once('=')
+                && value.len() <= MAX_VARIABLE_LEN
+                && (self.0.len() < MAX_VARIABLES || self.0.contains_key(name))
+            {
+                self.0.insert(name.to_owned(), value.to_owned());
+            }
         }
-        match inline_script(&argv) {
-            Some(_) if depth >= MAX_DEPTH => scripts_too_deep = true,
-            Some(script) => scripts_too_deep |= collect(&script, depth + 1, out),
-            None => out(argv),
+    }
+
+    /// Replaces each word that is only `$name` or `${name}` of a known variable by
+    /// its value, split into words as the shell would split it.
+    fn resolve(&self, argv: Vec<String>) -> Vec<String> {
+        if self.0.is_empty() || !argv.iter().any(|w| w.starts_with('$')) {
+            return argv;
         }
+        let mut resolved = Vec::with_capacity(argv.len());
+        for word in argv {
+            let name = word
+                .strip_prefix("${")
+                .and_then(|w| w.strip_suffix('}'))
+                .or_else(|| word.strip_prefix('$'));
+            match name.and_then(|n| self.0.get(n)) {
+                Some(value) => resolved.extend(value.split_whitespace().map(str::to_owned)),
+                None => resolved.push(word),
+            }
+        }
+        resolved
+    }
+}
+
+fn collect(
+    line: &str,
+    depth: usize,
+    variables: &mut Variables,
+    out: &mut dyn FnMut(Command),
+) -> bool {
+    let chars: Vec<char> = line.chars().collect();
+    let mut scripts_too_deep = false;
+    let mut on_command = |mut command: Command| {
+        variables.record(&command.argv);
+        command.argv = expand_braces(command.argv);
+        let (argv, args_from_stdin) = unwrap(variables.resolve(command.argv));
+        command.argv = argv;
+        command.args_from_stdin = args_from_stdin;
+        command.fed_by = std::mem::take(&mut command.fed_by)
+            .into_iter()
+            .map(|argv| unwrap(argv).0)
+            .filter(|argv| !argv.is_empty())
+            .collect();
+        if command.argv.is_empty() && command.redirects.is_empty() {
+            return;
+        }
+        if !command.argv.is_empty() {
+            for argv in find_exec_commands(&command.argv) {
+                out(Command {
+                    argv: unwrap(argv).0,
+                    ..Command::default()
+                });
+            }
+            for script in embedded::scripts(&command.argv) {
+                match script {
+                    _ if depth >= MAX_DEPTH => scripts_too_deep = true,
+                    Script::Shell(text) => {
+                        scripts_too_deep |= collect(&text, depth + 1, variables, out)
+                    }
+                    Script::PowerShell(text) => {
+                        scripts_too_deep |= powershell::visit(&text, depth + 1, out)
+                    }
+                    Script::Unanalysable => scripts_too_deep = true,
+                    Script::Command(argv) => out(Command {
+                        argv,
+                        ..Command::default()
+                    }),
+                }
+            }
+        }
+        out(command)
     };
     let lexed_too_deep = {
         let mut lexer = Lexer::new(&chars, depth, Mode::Commands, &mut on_command);
@@ -71,7 +215,21 @@ enum Mode {
     Data,
 }
 
+/// What the next word is, when a redirection operator came before it.
+#[derive(Clone, Copy)]
+enum NextWord {
+    Argument,
+    /// A here-string: data.
+    Data,
+    /// A file to redirect to or from.
+    Target(RedirectKind),
+    /// `>&` / `<&`: a file, or a descriptor to duplicate (`2>&1`).
+    TargetOrDescriptor(RedirectKind),
+}
+
 struct Heredoc {
+    /// The command reading it is a shell: the body is a script it runs.
+    runs: bool,
     delimiter: String,
     strip_tabs: bool,
     /// An unquoted delimiter: the shell expands substitutions in the body.
@@ -84,14 +242,19 @@ struct Lexer<'a, 's> {
     chars: &'a [char],
     depth: usize,
     mode: Mode,
-    sink: &'s mut dyn FnMut(Vec<String>),
+    sink: &'s mut dyn FnMut(Command),
     argv: Vec<String>,
+    redirects: Vec<Redirect>,
+    /// Earlier stages of the pipeline the current command is in.
+    pipeline: Vec<Vec<String>>,
+    /// Commands substituted into the current command's words.
+    substituted: Vec<Vec<String>>,
     word: String,
     in_word: bool,
     /// The current word used quotes (which makes a heredoc delimiter literal).
     word_quoted: bool,
-    /// The next word is a redirection target, not an argument.
-    skip_next_word: bool,
+    /// What the next word is, when it is not an argument.
+    next_word: NextWord,
     /// The next word is a heredoc delimiter (`true`: `<<-`, tabs stripped).
     heredoc_next: Option<bool>,
     heredocs: Vec<Heredoc>,
@@ -101,12 +264,7 @@ struct Lexer<'a, 's> {
 }
 
 impl<'a, 's> Lexer<'a, 's> {
-    fn new(
-        chars: &'a [char],
-        depth: usize,
-        mode: Mode,
-        sink: &'s mut dyn FnMut(Vec<String>),
-    ) -> Self {
+    fn new(chars: &'a [char], depth: usize, mode: Mode, sink: &'s mut dyn FnMut(Command)) -> Self {
         Lexer {
             in_substitution: false,
             chars,
@@ -114,10 +272,13 @@ impl<'a, 's> Lexer<'a, 's> {
             mode,
             sink,
             argv: Vec::new(),
+            redirects: Vec::new(),
+            pipeline: Vec::new(),
+            substituted: Vec::new(),
             word: String::new(),
             in_word: false,
             word_quoted: false,
-            skip_next_word: false,
+            next_word: NextWord::Argument,
             heredoc_next: None,
             heredocs: Vec::new(),
             too_deep: false,
@@ -134,26 +295,65 @@ impl<'a, 's> Lexer<'a, 's> {
         }
         let word = std::mem::take(&mut self.word);
         if let Some(strip_tabs) = self.heredoc_next.take() {
+            let runs = self.runs_its_input();
             self.heredocs.push(Heredoc {
+                runs,
                 delimiter: word,
                 strip_tabs,
                 expands: !self.word_quoted,
             });
-        } else if self.skip_next_word {
-            self.skip_next_word = false;
         } else {
-            self.argv.push(word);
+            match std::mem::replace(&mut self.next_word, NextWord::Argument) {
+                NextWord::Argument => self.argv.push(word),
+                NextWord::Data => {
+                    // `sh <<<'…'`: a shell runs the here-string.
+                    if self.runs_its_input() {
+                        self.lex_script(&word);
+                    }
+                }
+                NextWord::Target(kind) => self.redirects.push(Redirect { kind, target: word }),
+                NextWord::TargetOrDescriptor(kind) => {
+                    let descriptor = word == "-" || word.chars().all(|c| c.is_ascii_digit());
+                    if !descriptor {
+                        self.redirects.push(Redirect { kind, target: word });
+                    }
+                }
+            }
         }
         self.in_word = false;
         self.word_quoted = false;
     }
 
-    fn end_command(&mut self) {
+    /// Ends the current command; `piped`: its output feeds the next command.
+    fn end_command_piped(&mut self, piped: bool) {
         self.end_word();
         let argv = std::mem::take(&mut self.argv);
-        if self.mode == Mode::Commands && !argv.is_empty() {
-            (self.sink)(argv);
+        let redirects = std::mem::take(&mut self.redirects);
+        let mut fed_by = std::mem::take(&mut self.substituted);
+        if piped {
+            if self.pipeline.len() < MAX_FEEDERS && !argv.is_empty() {
+                self.pipeline.push(argv.clone());
+            }
+            fed_by.extend(
+                self.pipeline[..self.pipeline.len().saturating_sub(1)]
+                    .iter()
+                    .cloned(),
+            );
+        } else {
+            fed_by.extend(std::mem::take(&mut self.pipeline));
         }
+        if self.mode == Mode::Commands && (!argv.is_empty() || !redirects.is_empty()) {
+            (self.sink)(Command {
+                argv,
+                redirects,
+                fed_by,
+                args_from_stdin: false,
+            });
+        }
+    }
+
+    fn end_command(&mut self) {
+        self.end_command_piped(false);
     }
 
     /// Lexes from `start` to the end, or — inside a substitution — to the `)` that
@@ -194,15 +394,28 @@ impl<'a, 's> Lexer<'a, 's> {
                     parens = parens.saturating_sub(1);
                     i += 1;
                 }
-                ';' | '|' => {
+                '|' if self.at(i + 1) == Some('|') => {
+                    self.end_command();
+                    i += 2;
+                }
+                '|' => {
+                    self.end_command_piped(true);
+                    i += if self.at(i + 1) == Some('&') { 2 } else { 1 };
+                }
+                ';' => {
                     self.end_command();
                     i += 1;
                 }
                 '&' if self.at(i + 1) == Some('>') => {
                     // `&>file`: a redirection, not a separator.
                     self.end_word();
-                    i += if self.at(i + 2) == Some('>') { 3 } else { 2 };
-                    self.skip_next_word = true;
+                    let append = self.at(i + 2) == Some('>');
+                    i += if append { 3 } else { 2 };
+                    self.next_word = NextWord::Target(if append {
+                        RedirectKind::Append
+                    } else {
+                        RedirectKind::Write
+                    });
                 }
                 '&' => {
                     self.end_command();
@@ -281,13 +494,23 @@ impl<'a, 's> Lexer<'a, 's> {
             self.heredoc_next = Some(strip_tabs);
             return i + if strip_tabs { 3 } else { 2 };
         }
+        let start = i;
         while self
             .at(i)
             .is_some_and(|c| matches!(c, '>' | '<' | '&' | '|'))
         {
             i += 1;
         }
-        self.skip_next_word = true;
+        let operator: String = self.chars[start..i].iter().collect();
+        self.next_word = match operator.as_str() {
+            "<" => NextWord::Target(RedirectKind::Read),
+            ">>" => NextWord::Target(RedirectKind::Append),
+            ">" | ">|" | "<>" => NextWord::Target(RedirectKind::Write),
+            ">&" => NextWord::TargetOrDescriptor(RedirectKind::Write),
+            "<&" => NextWord::TargetOrDescriptor(RedirectKind::Read),
+            // `<<<` here-strings: the word is data.
+            _ => NextWord::Data,
+        };
         i
     }
 
@@ -314,7 +537,9 @@ impl<'a, 's> Lexer<'a, 's> {
                 body.push_str(line);
                 body.push('\n');
             }
-            if heredoc.expands {
+            if heredoc.runs {
+                self.lex_script(&body);
+            } else if heredoc.expands {
                 let chars: Vec<char> = body.chars().collect();
                 let mut expansion = Lexer::new(&chars, self.depth, Mode::Data, &mut *self.sink);
                 expansion.substitutions_only();
@@ -322,6 +547,27 @@ impl<'a, 's> Lexer<'a, 's> {
             }
         }
         i
+    }
+
+    /// Whether the command so far is a shell reading its script from its input.
+    fn runs_its_input(&self) -> bool {
+        let Some(first) = self.argv.iter().find(|w| !is_assignment(w)) else {
+            return false;
+        };
+        matches!(program(first), "sh" | "bash" | "zsh" | "dash" | "ksh")
+            && !self.argv.iter().any(|w| w == "-c" || w == "-n")
+    }
+
+    /// Lexes text a shell runs as a script, one level deeper.
+    fn lex_script(&mut self, text: &str) {
+        if self.depth >= MAX_DEPTH {
+            self.too_deep = true;
+            return;
+        }
+        let chars: Vec<char> = text.chars().collect();
+        let mut inner = Lexer::new(&chars, self.depth + 1, Mode::Commands, &mut *self.sink);
+        inner.run(0);
+        self.too_deep |= inner.too_deep;
     }
 
     /// Runs the substitutions in text the shell expands but does not execute as
@@ -371,12 +617,7 @@ impl<'a, 's> Lexer<'a, 's> {
         while let Some(c) = self.at(i) {
             match c {
                 '\'' => return i + 1,
-                '\\' => {
-                    if let Some(next) = self.at(i + 1) {
-                        self.word.push(next);
-                    }
-                    i += 2;
-                }
+                '\\' => i = self.ansi_c_escape(i + 1),
                 other => {
                     self.word.push(other);
                     i += 1;
@@ -386,6 +627,60 @@ impl<'a, 's> Lexer<'a, 's> {
         i
     }
 
+    /// Decodes the escape after a backslash in `$'…'` (`\n`, `\x72`, `\162`,
+    /// `\u00e9`, `\cA`, …) into the word, as bash does; returns the index after it.
+    fn ansi_c_escape(&mut self, i: usize) -> usize {
+        let Some(c) = self.at(i) else { return i };
+        let digits = |radix: u32, max: usize, from: usize| {
+            let mut value = 0u32;
+            let mut n = 0;
+            while n < max {
+                match self.at(from + n).and_then(|d| d.to_digit(radix)) {
+                    Some(d) => value = value * radix + d,
+                    None => break,
+                }
+                n += 1;
+            }
+            (value, n)
+        };
+        let (decoded, next) = match c {
+            'n' => (Some('\n'), i + 1),
+            't' => (Some('\t'), i + 1),
+            'r' => (Some('\r'), i + 1),
+            'a' => (Some('\u{7}'), i + 1),
+            'b' => (Some('\u{8}'), i + 1),
+            'e' | 'E' => (Some('\u{1b}'), i + 1),
+            'f' => (Some('\u{c}'), i + 1),
+            'v' => (Some('\u{b}'), i + 1),
+            'c' => (
+                self.at(i + 1).map(|x| char::from((x as u32 & 0x1f) as u8)),
+                i + 2,
+            ),
+            'x' | 'u' | 'U' => {
+                let max = match c {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let (value, n) = digits(16, max, i + 1);
+                if n == 0 {
+                    (Some('\\'), i)
+                } else {
+                    (char::from_u32(value), i + 1 + n)
+                }
+            }
+            '0'..='7' => {
+                let (value, n) = digits(8, 3, i);
+                (char::from_u32(value), i + n)
+            }
+            other => (Some(other), i + 1),
+        };
+        if let Some(decoded) = decoded {
+            self.word.push(decoded);
+        }
+        next
+    }
+
     /// Lexes a nested command list starting at `start` (just inside its opening
     /// parenthesis) and takes in what it runs; returns the index after its `)`.
     fn nested(&mut self, start: usize, mode: Mode) -> usize {
@@ -393,7 +688,15 @@ impl<'a, 's> Lexer<'a, 's> {
             self.too_deep = true;
             return skip_balanced(self.chars, start);
         }
-        let mut inner = Lexer::new(self.chars, self.depth + 1, mode, &mut *self.sink);
+        let substituted = &mut self.substituted;
+        let sink = &mut *self.sink;
+        let mut capture = |command: Command| {
+            if substituted.len() < MAX_FEEDERS && !command.argv.is_empty() {
+                substituted.push(command.argv.clone());
+            }
+            sink(command)
+        };
+        let mut inner = Lexer::new(self.chars, self.depth + 1, mode, &mut capture);
         inner.in_substitution = true;
         let end = inner.run(start);
         self.too_deep |= inner.too_deep;
@@ -418,7 +721,15 @@ impl<'a, 's> Lexer<'a, 's> {
             self.too_deep = true;
         } else {
             let chars: Vec<char> = inner.chars().collect();
-            let mut lexer = Lexer::new(&chars, self.depth + 1, Mode::Commands, &mut *self.sink);
+            let substituted = &mut self.substituted;
+            let sink = &mut *self.sink;
+            let mut capture = |command: Command| {
+                if substituted.len() < MAX_FEEDERS && !command.argv.is_empty() {
+                    substituted.push(command.argv.clone());
+                }
+                sink(command)
+            };
+            let mut lexer = Lexer::new(&chars, self.depth + 1, Mode::Commands, &mut capture);
             lexer.run(0);
             self.too_deep |= lexer.too_deep;
         }
@@ -470,7 +781,7 @@ fn is_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn is_assignment(word: &str) -> bool {
+pub(crate) fn is_assignment(word: &str) -> bool {
     word.split_once('=').is_some_and(|(name, _)| is_name(name))
 }
 
@@ -481,23 +792,31 @@ pub fn program(word: &str) -> &str {
 
 /// Words that open or continue a compound command; the command follows them.
 const RESERVED_PREFIXES: &[&str] = &[
-    "!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "time",
+    "!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "coproc",
 ];
 /// Compound commands whose own words are not a command (`for x in a b`).
-const RESERVED_NON_COMMANDS: &[&str] = &["for", "select", "case", "function", "done", "fi", "esac"];
+const RESERVED_NON_COMMANDS: &[&str] = &["for", "select", "case", "done", "fi", "esac"];
 
 /// Removes variable assignments, reserved words and command wrappers from the
 /// front of a command. Finds where the command starts, then removes the front in
-/// one step, so a thousand wrappers cost no more than a thousand words.
-fn unwrap(mut argv: Vec<String>) -> Vec<String> {
+/// one step, so a thousand wrappers cost no more than a thousand words. Also says
+/// whether `xargs` was among the wrappers (the command takes more arguments from
+/// its standard input).
+pub(crate) fn unwrap(mut argv: Vec<String>) -> (Vec<String>, bool) {
     let mut start = 0;
+    let mut through_xargs = false;
     while let Some(first) = argv.get(start) {
         if RESERVED_NON_COMMANDS.contains(&first.as_str()) {
-            return Vec::new();
+            return (Vec::new(), false);
         }
         let rest = &argv[start + 1..];
         let skip = if RESERVED_PREFIXES.contains(&first.as_str()) || is_assignment(first) {
             1
+        } else if first == "function" {
+            // `function f { …; }`: the body follows the name.
+            2
+        } else if first == "time" {
+            1 + options_then(rest, &[], false)
         } else {
             match program(first) {
                 // `env -S SCRIPT` runs a command line: left for `inline_script`.
@@ -514,19 +833,30 @@ fn unwrap(mut argv: Vec<String>) -> Vec<String> {
                     // The duration comes before the command.
                     1 + options + usize::from(rest.len() > options)
                 }
-                "xargs" => 1 + options_then(rest, XARGS_OPTIONS, false),
-                "watch" => 1 + options_then(rest, WATCH_OPTIONS, false),
+                "xargs" => {
+                    through_xargs = true;
+                    1 + options_then(rest, XARGS_OPTIONS, false)
+                }
+                "watch" => {
+                    // watch hands its words to `sh -c` as one line.
+                    let options = options_then(rest, WATCH_OPTIONS, false);
+                    let line = rest[options..].join(" ");
+                    argv.truncate(start);
+                    argv.extend(["sh".to_owned(), "-c".to_owned(), line]);
+                    continue;
+                }
+                "busybox" => 1,
                 _ => break,
             }
         };
         start = (start + skip).min(argv.len());
     }
     argv.drain(..start);
-    argv
+    (argv, through_xargs)
 }
 
 /// Whether `env`'s options (before its command) include `-S` / `--split-string`.
-fn splits_string(words: &[String]) -> bool {
+pub(crate) fn splits_string(words: &[String]) -> bool {
     let options = options_then(words, ENV_OPTIONS, true);
     words[..options]
         .iter()
@@ -534,7 +864,7 @@ fn splits_string(words: &[String]) -> bool {
 }
 
 const WATCH_OPTIONS: &[&str] = &["-n", "--interval", "-q", "--equexit"];
-const ENV_OPTIONS: &[&str] = &["-u", "--unset", "-C", "--chdir"];
+pub(crate) const ENV_OPTIONS: &[&str] = &["-u", "--unset", "-C", "--chdir"];
 const SUDO_OPTIONS: &[&str] = &[
     "-u",
     "--user",
@@ -588,7 +918,7 @@ const XARGS_OPTIONS: &[&str] = &[
 /// How many leading words are options (with `takes_value` ones consuming the next
 /// word), stopping at `--` (consumed) or the first non-option. `assignments` also
 /// skips `NAME=value` words, as `env` takes them.
-fn options_then(words: &[String], takes_value: &[&str], assignments: bool) -> usize {
+pub(crate) fn options_then(words: &[String], takes_value: &[&str], assignments: bool) -> usize {
     let mut i = 0;
     while let Some(w) = words.get(i).map(String::as_str) {
         if w == "--" {
@@ -610,6 +940,13 @@ fn find_exec_commands(argv: &[String]) -> Vec<Vec<String>> {
     if program(&argv[0]) != "find" {
         return Vec::new();
     }
+    // `{}` stands for each file found: under the paths find starts from.
+    let start = argv[1..]
+        .iter()
+        .find(|w| !w.starts_with('-') && !matches!(w.as_str(), "(" | "!"))
+        .filter(|w| argv[1..].iter().position(|x| x == *w) == Some(0))
+        .cloned()
+        .unwrap_or_else(|| ".".to_owned());
     let mut commands = Vec::new();
     let mut words = argv[1..].iter();
     while let Some(word) = words.next() {
@@ -617,61 +954,12 @@ fn find_exec_commands(argv: &[String]) -> Vec<Vec<String>> {
             let command: Vec<String> = words
                 .by_ref()
                 .take_while(|w| *w != ";" && *w != "+")
-                .cloned()
+                .map(|w| if w == "{}" { start.clone() } else { w.clone() })
                 .collect();
             commands.push(command);
         }
     }
     commands
-}
-
-/// Shell options that take a value, before `-c`.
-const SHELL_OPTIONS_WITH_VALUE: &[&str] = &["-o", "+o", "-O", "+O", "--rcfile", "--init-file"];
-
-/// The script a command runs as a command line: `sh -c SCRIPT`, `env -S SCRIPT …`,
-/// or `eval`'s arguments.
-fn inline_script(argv: &[String]) -> Option<String> {
-    let name = program(&argv[0]);
-    if name == "eval" {
-        return Some(argv[1..].join(" "));
-    }
-    if name == "env" {
-        // `env -S 'a b'` splits its value into the command (after unwrap, only an
-        // `env` still carrying -S reaches here).
-        let at = argv[1..]
-            .iter()
-            .position(|w| w == "-S" || w.starts_with("-S") || w.starts_with("--split-string"))?
-            + 1;
-        let word = &argv[at];
-        let inline = word
-            .strip_prefix("--split-string=")
-            .or_else(|| word.strip_prefix("-S").filter(|v| !v.is_empty()));
-        let mut script: Vec<&str> = inline.into_iter().collect();
-        script.extend(argv[at + 1..].iter().map(String::as_str));
-        return Some(script.join(" "));
-    }
-    if !matches!(name, "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish") {
-        return None;
-    }
-    let mut words = argv[1..].iter();
-    let mut wants_script = false;
-    while let Some(w) = words.next() {
-        if wants_script {
-            if w == "--" {
-                continue;
-            }
-            return Some(w.clone());
-        }
-        if SHELL_OPTIONS_WITH_VALUE.contains(&w.as_str()) {
-            words.next();
-        } else if w.starts_with('-') && !w.starts_with("--") && w[1..].contains('c') {
-            wants_script = true;
-        } else if !w.starts_with('-') && !w.starts_with('+') {
-            // A script file: not a command line to analyse.
-            return None;
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -681,7 +969,12 @@ mod tests {
     fn argv(line: &str) -> Vec<String> {
         let analysis = analyse(line);
         assert!(!analysis.too_deep, "{line}");
-        analysis.commands.into_iter().map(|c| c.join(" ")).collect()
+        analysis
+            .commands
+            .into_iter()
+            .filter(|c| !c.argv.is_empty())
+            .map(|c| c.argv.join(" "))
+            .collect()
     }
 
     #[test]
@@ -706,7 +999,10 @@ mod tests {
             ["git push"]
         );
         assert_eq!(argv("xargs -n 1 git branch -D"), ["git branch -D"]);
-        assert_eq!(argv("watch -n 5 git push -f"), ["git push -f"]);
+        assert_eq!(
+            argv("watch -n 5 git push -f"),
+            ["git push -f", "sh -c git push -f"]
+        );
         assert_eq!(
             argv("find . -name x -exec git reset --hard \\; -print"),
             [
@@ -729,20 +1025,26 @@ mod tests {
 
     #[test]
     fn sees_into_shells_and_substitutions() {
-        assert_eq!(argv("bash -c \"git reset --hard\""), ["git reset --hard"]);
+        assert_eq!(
+            argv("bash -c \"git reset --hard\""),
+            ["git reset --hard", "bash -c git reset --hard"]
+        );
         assert_eq!(
             argv("sh -lc 'cd a && git clean -fd'"),
-            ["cd a", "git clean -fd"]
+            ["cd a", "git clean -fd", "sh -lc cd a && git clean -fd"]
         );
         assert_eq!(
             argv("bash -o errexit -c 'git reset --hard'"),
-            ["git reset --hard"]
+            ["git reset --hard", "bash -o errexit -c git reset --hard"]
         );
         assert_eq!(
             argv("bash --rcfile x -c -- 'git reset --hard'"),
-            ["git reset --hard"]
+            ["git reset --hard", "bash --rcfile x -c -- git reset --hard"]
         );
-        assert_eq!(argv("env -S 'git push -f'"), ["git push -f"]);
+        assert_eq!(
+            argv("env -S 'git push -f'"),
+            ["git push -f", "env -S git push -f"]
+        );
         assert_eq!(
             argv("echo $(git push --force)"),
             ["git push --force", "echo "]
@@ -756,7 +1058,10 @@ mod tests {
             ["git reset --hard", "echo "]
         );
         assert_eq!(argv("diff <(git show) x"), ["git show", "diff x"]);
-        assert_eq!(argv("eval git reset --hard"), ["git reset --hard"]);
+        assert_eq!(
+            argv("eval git reset --hard"),
+            ["git reset --hard", "eval git reset --hard"]
+        );
         assert_eq!(
             argv("cat <<EOF\n$(git reset --hard)\nEOF"),
             ["cat", "git reset --hard"]

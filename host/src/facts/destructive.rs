@@ -1,24 +1,40 @@
 //! Commands with no safe reading: what `tool.is_destructive` and
-//! `tool.destructive_reason` are derived from, over every command the shell
-//! analysis finds in a command line (however it is wrapped).
+//! `tool.destructive_reason` are derived from, judged over every command the shell
+//! analysis finds in a command line (however it is wrapped) and over the line as
+//! a whole (a fork bomb).
 //!
-//! So far these are git's history-destroying commands: force pushes,
-//! `reset --hard`, `clean -f` and forced branch deletion, also abbreviated, through
-//! `-c alias.x=…` and `-c clean.requireForce=false`, and through a program name the
-//! shell computes (`$(which git)`, `$GIT`), which may be git. A line nested too deep
-//! to analyse is reported as `unanalysable`.
+//! The reasons: recursive deletion of the root, the home directory or a system
+//! directory (`recursive-delete`); formatting a disk (`disk-format`); writing to a
+//! block device (`device-write`); a fork bomb (`fork-bomb`); changing the
+//! permissions or owner of such a tree (`recursive-permissions`); downloaded or
+//! decoded text run by a shell or interpreter (`download-to-shell`,
+//! `decoded-to-shell`); git's history-destroying commands (`force-push`,
+//! `reset-hard`, `clean-force`, `branch-force-delete`, `history-clear`); commands a
+//! config declares; and a line that cannot be analysed (`unanalysable`). A program
+//! name the shell computes (`$(which git)`, an unset `$X`) is judged as every
+//! program it could be.
 
-use crate::shell;
+use std::borrow::Cow;
+
+use super::patterns::{DOWNLOADERS, Patterns, SHELLS};
+use crate::shell::{self, Command, RedirectKind};
 
 /// Why a command is destructive: the `destructive_reason` fact.
-pub type Reason = &'static str;
+pub type Reason = Cow<'static, str>;
 
-const FORCE_PUSH: Reason = "force-push";
-const RESET_HARD: Reason = "reset-hard";
-const CLEAN_FORCE: Reason = "clean-force";
-const BRANCH_FORCE_DELETE: Reason = "branch-force-delete";
-
-const UNANALYSABLE: Reason = "unanalysable";
+const FORCE_PUSH: &str = "force-push";
+const RESET_HARD: &str = "reset-hard";
+const CLEAN_FORCE: &str = "clean-force";
+const BRANCH_FORCE_DELETE: &str = "branch-force-delete";
+const HISTORY_CLEAR: &str = "history-clear";
+const RECURSIVE_DELETE: &str = "recursive-delete";
+const DISK_FORMAT: &str = "disk-format";
+const DEVICE_WRITE: &str = "device-write";
+const FORK_BOMB: &str = "fork-bomb";
+const RECURSIVE_PERMISSIONS: &str = "recursive-permissions";
+const DOWNLOAD_TO_SHELL: &str = "download-to-shell";
+const DECODED_TO_SHELL: &str = "decoded-to-shell";
+pub const UNANALYSABLE: &str = "unanalysable";
 
 /// Git options that come before the subcommand and take a separate value.
 const GLOBAL_OPTIONS_WITH_VALUE: &[&str] = &[
@@ -31,30 +47,492 @@ const GLOBAL_OPTIONS_WITH_VALUE: &[&str] = &[
     "--exec-path",
 ];
 
-/// The first destructive command in a shell command line.
-pub fn find(command_line: &str) -> Option<Reason> {
-    let mut found = None;
-    let too_deep = shell::visit(command_line, &mut |argv| {
-        if found.is_none() {
-            found = judge(&argv);
-        }
-    });
-    found.or(too_deep.then_some(UNANALYSABLE))
+/// Directories whose recursive deletion (or change of mode or owner) wrecks the
+/// system or the user's home, written without a trailing slash.
+const CRITICAL_DIRECTORIES: &[&str] = &[
+    "/",
+    "~",
+    "$home",
+    "${home}",
+    "/etc",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/boot",
+    "/var",
+    "/home",
+    "/opt",
+    "/root",
+    "/sys",
+    "/proc",
+    "/dev",
+    "/srv",
+    "/mnt",
+    "/media",
+    "/snap",
+    "/users",
+    "/system",
+    "/library",
+    "/applications",
+    "/private",
+    "/volumes",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/var/lib",
+    "c:",
+    "c:\\",
+    "c:\\windows",
+    "c:\\users",
+    "c:\\program files",
+    "c:\\program files (x86)",
+    "$env:userprofile",
+    "$env:systemroot",
+    "$env:windir",
+    "$env:homedrive",
+    "%userprofile%",
+    "%systemroot%",
+    "$env:home",
+];
+
+/// What the line has done so far that changes how a later command reads.
+#[derive(Debug, Default)]
+pub struct Line {
+    /// A `cd` into a critical directory: `rm -rf *` now deletes it.
+    in_critical_directory: bool,
 }
 
-/// Judges one simple command. A program name the shell computes (`$(which git)`,
-/// `$GIT`) may be git, so its arguments are judged as git's.
-fn judge(argv: &[String]) -> Option<Reason> {
-    let program = shell::program(argv.first()?);
-    let computed = program.is_empty() || program.starts_with('$');
-    if program != "git" && !computed {
+/// The first destructive command in a POSIX shell command line.
+pub fn find(command_line: &str, patterns: &Patterns) -> Option<Reason> {
+    let mut found = None;
+    let mut line = Line::default();
+    let too_deep = shell::visit(command_line, &mut |command| {
+        if found.is_none() {
+            found = judge(&command, patterns, &mut line);
+        }
+    });
+    found
+        .or_else(|| line_reason(command_line))
+        .or(too_deep.then_some(Cow::Borrowed(UNANALYSABLE)))
+}
+
+/// What the line does as a whole: a fork bomb defines a function that pipes itself
+/// into itself in the background (`:(){ :|:& };:`).
+pub fn line_reason(line: &str) -> Option<Reason> {
+    if !line.contains("(){") && !line.contains("()") {
         return None;
     }
-    judge_git(&argv[1..])
+    let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut from = 0;
+    while let Some(at) = compact[from..].find("(){") {
+        let definition = from + at;
+        let name: String = compact[..definition]
+            .chars()
+            .rev()
+            .take_while(|c| !matches!(c, ';' | '&' | '|' | '(' | ')' | '{' | '}' | '\n'))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let name = name.strip_prefix("function").unwrap_or(&name);
+        if !name.is_empty() {
+            let body = &compact[definition + 3..];
+            let body = &body[..body.find('}').unwrap_or(body.len())];
+            if body.contains(&format!("{name}|{name}")) && body.contains('&') {
+                return Some(Cow::Borrowed(FORK_BOMB));
+            }
+        }
+        from = definition + 3;
+    }
+    None
+}
+
+/// Judges one simple command, in the line so far.
+pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<Reason> {
+    if let Some(reason) = device_redirect(command) {
+        return Some(Cow::Borrowed(reason));
+    }
+    let first = command.argv.first()?;
+    if matches!(
+        first.as_str(),
+        "cd" | "pushd" | "set-location" | "sl" | "chdir"
+    ) {
+        line.in_critical_directory = command.argv.get(1).is_none_or(|d| is_critical(d));
+        return None;
+    }
+    // `echo / | xargs rm -rf`: what xargs reads becomes operands.
+    let widened;
+    let command = if command.args_from_stdin {
+        let mut argv = command.argv.clone();
+        for feeder in &command.fed_by {
+            argv.extend(operands(feeder.get(1..).unwrap_or_default()).map(str::to_owned));
+        }
+        widened = Command {
+            argv,
+            ..command.clone()
+        };
+        &widened
+    } else {
+        command
+    };
+    if line.in_critical_directory
+        && matches!(shell::program(first), "rm" | "chmod" | "chown")
+        && operands(&command.argv[1..]).any(|o| matches!(o, "*" | "." | "./*" | ".*"))
+        && let Some(reason) = judge_program(
+            shell::program(first),
+            &Command {
+                argv: command
+                    .argv
+                    .iter()
+                    .map(|w| {
+                        if matches!(w.as_str(), "*" | "." | "./*" | ".*") {
+                            "/".to_owned()
+                        } else {
+                            w.clone()
+                        }
+                    })
+                    .collect(),
+                ..command.clone()
+            },
+        )
+    {
+        return Some(Cow::Borrowed(reason));
+    }
+    if let Some(reason) = patterns.destructive_reason(&command.argv) {
+        return Some(Cow::Owned(reason.to_owned()));
+    }
+    let program = shell::program(first).to_ascii_lowercase();
+    let program = program.strip_suffix(".exe").unwrap_or(&program).to_owned();
+    let computed = program.is_empty() || program.starts_with('$');
+    if computed {
+        return ["git", "rm", "chmod", "dd", "find"]
+            .iter()
+            .find_map(|name| judge_program(name, command))
+            .map(Cow::Borrowed);
+    }
+    judge_program(&program, command).map(Cow::Borrowed)
+}
+
+/// The rules of one program over a command's arguments.
+fn judge_program(program: &str, command: &Command) -> Option<&'static str> {
+    let args = &command.argv[1..];
+    if SHELLS.contains(&program) {
+        if args.iter().any(|a| line_reason(a).is_some()) || forks_in_a_loop(program, args) {
+            return Some(FORK_BOMB);
+        }
+        if program == "invoke-expression"
+            && args
+                .iter()
+                .any(|a| a.to_ascii_lowercase().contains("downloadstring"))
+        {
+            return Some(DOWNLOAD_TO_SHELL);
+        }
+    }
+    if SHELLS.contains(&program) && runs_what_it_is_fed(program, args) {
+        if command.fed_by.iter().any(|argv| is_downloader(argv)) {
+            return Some(DOWNLOAD_TO_SHELL);
+        }
+        if command.fed_by.iter().any(|argv| is_decoder(argv)) {
+            return Some(DECODED_TO_SHELL);
+        }
+        // `echo 'rm -rf /' | bash`: the printed text is the script.
+        for feeder in &command.fed_by {
+            if feeder
+                .first()
+                .is_some_and(|p| matches!(shell::program(p), "echo" | "printf"))
+            {
+                let script = feeder[1..]
+                    .iter()
+                    .filter(|w| !w.starts_with('-'))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if let Some(reason) = find(&script, &Patterns::default()) {
+                    return match reason {
+                        Cow::Borrowed(r) => Some(r),
+                        Cow::Owned(_) => Some(UNANALYSABLE),
+                    };
+                }
+            }
+        }
+    }
+    match program {
+        "git" => judge_git(args),
+        "rm" | "rmdir" | "unlink" => judge_rm(command),
+        "find" => judge_find(args),
+        "chmod" | "chown" | "chgrp" | "setfacl" => {
+            let recursive = args
+                .iter()
+                .any(|a| a == "--recursive" || (is_short_options(a) && a.contains('R')));
+            (recursive && operands(args).any(is_critical)).then_some(RECURSIVE_PERMISSIONS)
+        }
+        "dd" => args
+            .iter()
+            .filter_map(|a| a.strip_prefix("of="))
+            .any(is_block_device)
+            .then_some(DEVICE_WRITE),
+        "cp" | "tee" | "shred" | "cat" | "pv" => {
+            operands(args).any(is_block_device).then_some(DEVICE_WRITE)
+        }
+        "format-volume" | "clear-disk" | "initialize-disk" | "diskpart" => {
+            (!args.iter().any(|a| a.eq_ignore_ascii_case("-whatif"))).then_some(DISK_FORMAT)
+        }
+        "wipefs"
+            if !args
+                .iter()
+                .any(|a| a == "-a" || a == "--all" || a.starts_with("-o") || a == "--offset") =>
+        {
+            None
+        }
+        "wipefs" | "fdisk" | "sfdisk" | "cfdisk" | "sgdisk" | "parted" | "mkswap"
+        | "blkdiscard" => {
+            let listing = args.iter().any(|a| {
+                matches!(
+                    a.as_str(),
+                    "-l" | "--list"
+                        | "print"
+                        | "-p"
+                        | "--print"
+                        | "-n"
+                        | "--no-act"
+                        | "-d"
+                        | "--dump"
+                        | "-s"
+                        | "--show-size"
+                        | "-V"
+                        | "--verify"
+                        | "-J"
+                        | "--json"
+                        | "-g"
+                        | "--show-geometry"
+                )
+            });
+            (!listing && operands(args).any(is_block_device)).then_some(DISK_FORMAT)
+        }
+        name if name.starts_with("mkfs") || name.starts_with("mke2fs") => {
+            let dry_run = args.iter().any(|a| a == "-n");
+            (!dry_run && operands(args).any(is_block_device)).then_some(DISK_FORMAT)
+        }
+        "history" => args.iter().any(|a| a == "-c").then_some(HISTORY_CLEAR),
+        _ => None,
+    }
+}
+
+/// `> /dev/sda`: a redirection onto a block device.
+fn device_redirect(command: &Command) -> Option<&'static str> {
+    command
+        .redirects
+        .iter()
+        .any(|r| r.kind != RedirectKind::Read && is_block_device(&r.target))
+        .then_some(DEVICE_WRITE)
+}
+
+/// Whether a shell or interpreter runs the text it is fed (on its standard input,
+/// or as a script from a substitution), rather than a script file or a module.
+fn runs_what_it_is_fed(program: &str, args: &[String]) -> bool {
+    if matches!(program, "eval" | "source" | "." | "invoke-expression") {
+        return true;
+    }
+    // A module, or a shell told only to parse (`bash -n`).
+    if args
+        .iter()
+        .any(|a| a == "-m" || (a == "-n" && !matches!(program, "node" | "perl" | "ruby")))
+    {
+        return false;
+    }
+    // An empty operand is a word a substitution made (`sh -c "$(curl …)"`).
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        if word.is_empty() || word == "-" || word == "-s" {
+            return true;
+        }
+        if matches!(
+            word.as_str(),
+            "-c" | "-e" | "-E" | "-r" | "--eval" | "-Command" | "-command"
+        ) {
+            return words.next().is_none_or(|code| code.is_empty());
+        }
+        if !word.starts_with('-') {
+            return word.starts_with("/dev/fd/") || word.starts_with("/proc/self/fd/");
+        }
+    }
+    true
+}
+
+fn is_downloader(argv: &[String]) -> bool {
+    let Some(first) = argv.first() else {
+        return false;
+    };
+    let program = shell::program(first).to_ascii_lowercase();
+    DOWNLOADERS.contains(&program.as_str())
+        || argv.iter().any(|w| {
+            let w = w.to_ascii_lowercase();
+            w.contains("downloadstring") || w.contains("downloaddata")
+        })
+}
+
+fn is_decoder(argv: &[String]) -> bool {
+    let Some(first) = argv.first() else {
+        return false;
+    };
+    let args = &argv[1..];
+    let has = |flags: &[&str]| args.iter().any(|a| flags.contains(&a.as_str()));
+    match shell::program(first) {
+        "base64" | "base32" | "basenc" => has(&["-d", "--decode", "-D"]),
+        "xxd" => has(&["-r", "-revert"]),
+        "openssl" => has(&["-d", "base64", "-base64"]),
+        "uudecode" | "rev" | "tr" => true,
+        "echo" | "printf" => args.iter().any(|a| a.contains("\\x") || a.contains("\\0")),
+        _ => false,
+    }
+}
+
+/// Recursive deletion of a critical directory.
+fn judge_rm(command: &Command) -> Option<&'static str> {
+    let args = &command.argv[1..];
+    if args.iter().any(|a| a == "--no-preserve-root") {
+        return Some(RECURSIVE_DELETE);
+    }
+    let recursive = args.iter().any(|a| {
+        a == "--recursive" || (is_short_options(a) && (a.contains('r') || a.contains('R')))
+    });
+    if !recursive {
+        return None;
+    }
+    let mut targets: Vec<&str> = operands(args).collect();
+    if command.args_from_stdin {
+        // `echo / | xargs rm -rf`, `find / | xargs rm -rf`: the feeder's operands.
+        for argv in &command.fed_by {
+            targets.extend(operands(argv.get(1..).unwrap_or_default()));
+        }
+    }
+    targets
+        .into_iter()
+        .any(is_critical)
+        .then_some(RECURSIVE_DELETE)
+}
+
+/// `perl -e 'fork while fork'`: a loop of forks in interpreter code.
+fn forks_in_a_loop(program: &str, args: &[String]) -> bool {
+    matches!(
+        program,
+        "perl" | "python" | "python2" | "python3" | "ruby" | "node"
+    ) && args.iter().any(|code| {
+        code.matches("fork").count() >= 2
+            || (code.contains("fork") && (code.contains("while") || code.contains("loop")))
+    })
+}
+
+/// `find / -delete`, `find ~ -exec rm -rf {} +`, `find / -exec chmod 777 {} +`.
+fn judge_find(args: &[String]) -> Option<&'static str> {
+    let starts: Vec<&str> = args
+        .iter()
+        .take_while(|a| !a.starts_with('-') && !matches!(a.as_str(), "(" | "!"))
+        .map(String::as_str)
+        .collect();
+    let deletes = args.iter().any(|a| a == "-delete")
+        || args.windows(2).any(|pair| {
+            matches!(pair[0].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
+                && matches!(shell::program(&pair[1]), "rm" | "shred")
+        });
+    let runs = |programs: &[&str]| {
+        args.windows(2).any(|pair| {
+            matches!(pair[0].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
+                && programs
+                    .iter()
+                    .any(|p| shell::program(&pair[1]).starts_with(p))
+        })
+    };
+    if runs(&["wipefs", "mkfs", "dd", "shred"]) && starts.iter().any(|s| s.starts_with("/dev")) {
+        return Some(DISK_FORMAT);
+    }
+    if !starts.iter().any(|s| is_critical(s)) {
+        return None;
+    }
+    if deletes {
+        Some(RECURSIVE_DELETE)
+    } else if runs(&["chmod", "chown", "chgrp"]) {
+        Some(RECURSIVE_PERMISSIONS)
+    } else {
+        None
+    }
+}
+
+/// The arguments that are not options (everything after `--`).
+fn operands(args: &[String]) -> impl Iterator<Item = &str> {
+    let mut after_dashes = false;
+    args.iter().filter_map(move |a| {
+        if after_dashes {
+            return Some(a.as_str());
+        }
+        if a == "--" {
+            after_dashes = true;
+            return None;
+        }
+        (!a.starts_with('-') || a == "-").then_some(a.as_str())
+    })
+}
+
+fn is_short_options(arg: &str) -> bool {
+    arg.starts_with('-') && !arg.starts_with("--") && arg.len() > 1
+}
+
+/// Whether a path names the root, the home directory or a system directory (also
+/// spelt with a trailing `/`, `/*`, `/.`, doubled slashes or `..`).
+pub fn is_critical(path: &str) -> bool {
+    let lowered = path.trim().trim_matches('"').to_ascii_lowercase();
+    let mut normal = normalise(&lowered);
+    for suffix in ["/*", "\\*", "/.", "/"] {
+        while normal.len() > 1 && normal.ends_with(suffix) {
+            normal.truncate(normal.len() - suffix.len());
+        }
+    }
+    let trimmed = normal.trim_end_matches('\\');
+    let normal = if trimmed.is_empty() { "/" } else { trimmed };
+    CRITICAL_DIRECTORIES.contains(&normal)
+        || CRITICAL_DIRECTORIES.contains(&normal.replace('/', "\\").as_str())
+}
+
+/// Collapses `//`, `/./` and `dir/..` in an absolute path, lexically.
+fn normalise(path: &str) -> String {
+    if !path.starts_with('/') {
+        return path.to_owned();
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    let mut normal = format!("/{}", parts.join("/"));
+    if path.ends_with("/*") && !normal.ends_with('*') {
+        normal.push_str("/*");
+    }
+    normal
+}
+
+/// A block device: a disk, partition or volume under /dev.
+fn is_block_device(path: &str) -> bool {
+    let Some(device) = path.trim_matches('"').strip_prefix("/dev/") else {
+        return false;
+    };
+    [
+        "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "rdisk", "mapper/", "md", "dm-", "loop",
+        "sr",
+    ]
+    .iter()
+    .any(|prefix| device.starts_with(prefix))
 }
 
 /// Judges git's arguments (everything after `git`).
-fn judge_git(args: &[String]) -> Option<Reason> {
+fn judge_git(args: &[String]) -> Option<&'static str> {
     let mut rest = args.iter().map(String::as_str);
     let mut settings: Vec<(String, String)> = Vec::new();
     let subcommand = loop {
@@ -75,7 +553,20 @@ fn judge_git(args: &[String]) -> Option<Reason> {
     let alias = format!("alias.{}", subcommand.to_ascii_lowercase());
     if let Some((_, expansion)) = settings.iter().find(|(key, _)| *key == alias) {
         return match expansion.strip_prefix('!') {
-            Some(shell_command) => find(shell_command),
+            Some(shell_command) => {
+                let mut found = None;
+                shell::visit(shell_command, &mut |command| {
+                    if found.is_none()
+                        && command
+                            .argv
+                            .first()
+                            .is_some_and(|p| shell::program(p) == "git")
+                    {
+                        found = judge_git(&command.argv[1..]);
+                    }
+                });
+                found
+            }
             None => {
                 let mut expanded: Vec<String> =
                     expansion.split_whitespace().map(str::to_owned).collect();
@@ -84,7 +575,6 @@ fn judge_git(args: &[String]) -> Option<Reason> {
             }
         };
     }
-
     let short = |flag: char| {
         args.iter()
             .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(flag))
@@ -138,7 +628,7 @@ mod tests {
     use super::*;
 
     fn rule(line: &str) -> Option<&'static str> {
-        find(line)
+        find(line, &Patterns::default()).map(|r| &*Box::leak(r.into_owned().into_boxed_str()))
     }
 
     #[test]
