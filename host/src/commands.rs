@@ -1,6 +1,7 @@
 //! One module per subcommand; `main.rs` only dispatches.
 
 pub mod check_config;
+pub mod facts;
 pub mod guardrail;
 pub mod import;
 pub mod list;

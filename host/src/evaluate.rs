@@ -16,6 +16,8 @@ use std::time::Duration;
 use crate::audit;
 use crate::config::{Config, Guardrail, OnError};
 use crate::escalation::{self, Enforcement, Escalated, Level, SoftBlock};
+use crate::event::EventKind;
+use crate::facts::{Costly, SessionFacts};
 use crate::guest_text;
 use crate::protocol::{self, Decision, HookInput};
 use crate::runtime::{self, Loaded, Prepared, RunError, Runtime, wit};
@@ -65,22 +67,30 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             }
         })
         .collect();
-    if prepared.is_empty() {
+    // The session's counters advance with every tool call while a guardrail reads
+    // them, whether or not a guardrail judges this one.
+    let keeps_session = config.keeps(Costly::Session);
+    let keeps_case = config.keeps(Costly::Case);
+    let counting = (keeps_session || keeps_case) && input.kind == EventKind::PreToolUse;
+    if prepared.is_empty() && !counting {
         return decision;
     }
 
     // The turn and the facts need no state: worked out before the session is held,
     // so that holding it costs only the guardrails' calls and the commit.
-    let facts = crate::facts::derive(input, &config.patterns, config.mandate.as_ref());
-    let base_event = base_event(input, &facts);
+    let mut facts = crate::facts::derive(input, &config.patterns, config.mandate.as_ref());
+    let mut base_event = base_event(input, &facts);
 
     let stateful: Vec<&str> = prepared
         .iter()
         .filter(|(_, p)| p.uses_state)
         .map(|(g, _)| g.name.as_str())
         .collect();
-    // Escalation keeps its counters in the session too.
-    let needs_state = !stateful.is_empty() || prepared.iter().any(|(g, _)| g.enforcement.is_some());
+    // Escalation keeps its counters in the session too, and so do the facts.
+    let needs_state = !stateful.is_empty()
+        || prepared.iter().any(|(g, _)| g.enforcement.is_some())
+        || counting
+        || prepared.iter().any(|(g, _)| !g.reads_facts.is_empty());
     let now = crate::clock::now();
     // Only a PreToolUse can be approved and sent again after a refusal.
     let input_hash = (input.kind == crate::event::EventKind::PreToolUse)
@@ -118,6 +128,17 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         }
     }
     let state_lost = txn.is_none();
+    let mut session_facts = None;
+    if keeps_session || keeps_case {
+        session_facts =
+            add_costly_facts(&mut facts, txn.as_ref(), config, keeps_session, keeps_case);
+        base_event.facts = facts.to_json();
+    }
+    if prepared.is_empty() {
+        advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
+        commit(txn, &mut decision, config);
+        return decision;
+    }
 
     let runtime = match Runtime::new(dirs.cache.clone()) {
         Ok(runtime) => runtime,
@@ -227,22 +248,75 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         }
     }
 
-    let committed = match txn {
-        Some(txn) => match txn.commit() {
-            Ok(()) => true,
-            Err(e) => {
-                let why = format!("the state of this event could not be saved: {e}");
-                report_lost_state(&mut decision, config, &why);
-                false
-            }
-        },
-        None => false,
-    };
+    advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
+    let committed = commit(txn, &mut decision, config);
     // An override is on the trail only once the state that recorded it is saved.
     if committed {
         write_trail(input, dirs, now, overrides, audit::Detected::Reinvocation);
     }
     decision
+}
+
+/// Commits the event's state; false when there was none or it was lost.
+fn commit(txn: Option<StateTxn>, decision: &mut Decision, config: &Config) -> bool {
+    match txn {
+        Some(txn) => match txn.commit() {
+            Ok(()) => true,
+            Err(e) => {
+                let why = format!("the state of this event could not be saved: {e}");
+                report_lost_state(decision, config, &why);
+                false
+            }
+        },
+        None => false,
+    }
+}
+
+/// Adds the `session` and `case` namespaces from the session's state. Without the
+/// state they stay absent, so rules that read them fail rather than pass.
+fn add_costly_facts(
+    facts: &mut crate::facts::Facts,
+    txn: Option<&StateTxn>,
+    config: &Config,
+    keeps_session: bool,
+    keeps_case: bool,
+) -> Option<SessionFacts> {
+    let kept = match txn?.session_facts() {
+        Ok(kept) => kept,
+        Err(e) => {
+            eprintln!(
+                "sandrail: the session's counters cannot be read: {e}; session and case facts are absent"
+            );
+            return None;
+        }
+    };
+    facts.add_kept(&kept, config.mandate.as_ref(), keeps_session, keeps_case);
+    Some(kept)
+}
+
+/// Advances the session's counters for a tool call (a refused one moves only
+/// `destructive_attempts`) and remembers the case it touched.
+fn advance_session(
+    txn: &mut Option<StateTxn>,
+    kept: Option<SessionFacts>,
+    facts: &crate::facts::Facts,
+    decision: &Decision,
+    counting: bool,
+    config: &Config,
+) {
+    let (Some(t), Some(mut kept), Some(tool), true) = (txn.as_mut(), kept, facts.tool(), counting)
+    else {
+        return;
+    };
+    let case = facts.case_of_this_call(config.mandate.as_ref());
+    let refused = !decision.refusals.is_empty();
+    kept.advance(tool, case.is_some(), refused);
+    if !refused && case.is_some() {
+        kept.last_case = case;
+    }
+    if let Err(e) = t.set_session_facts(&kept) {
+        eprintln!("sandrail: the session's counters could not be advanced: {e}");
+    }
 }
 
 /// Puts overrides on the project's trail.

@@ -145,6 +145,33 @@ impl Facts {
         self.document.insert(namespace.name().to_owned(), value);
     }
 
+    /// The case folder this call's own path lies in.
+    pub fn case_of_this_call(&self, mandate: Option<&Mandate>) -> Option<String> {
+        let root = mandate?.case_root.as_ref()?;
+        case::resolve(std::path::Path::new(self.path_abs()?), root)
+    }
+
+    /// Adds the kept namespaces from what the session's state holds.
+    pub fn add_kept(
+        &mut self,
+        kept: &SessionFacts,
+        mandate: Option<&Mandate>,
+        session: bool,
+        case: bool,
+    ) {
+        if session {
+            self.set(Costly::Session, kept.namespace());
+        }
+        if case {
+            let this_call = self.case_of_this_call(mandate);
+            let id = this_call.clone().or_else(|| kept.last_case.clone());
+            self.set(
+                Costly::Case,
+                case::namespace(mandate, id.as_deref(), this_call.is_some()),
+            );
+        }
+    }
+
     pub fn to_json(&self) -> String {
         Value::Object(self.document.clone()).to_string()
     }

@@ -33,6 +33,12 @@ enum Command {
     },
     /// Validate the configuration in force and load every component it names.
     CheckConfig,
+    /// Print the facts the guardrails would see for the payload on stdin, as JSON.
+    Facts {
+        /// Include this session's counters (and case) as they stand.
+        #[arg(long)]
+        session: Option<String>,
+    },
     /// Read or change guardrail state.
     #[command(subcommand)]
     State(StateCommand),
@@ -116,6 +122,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Hook => unreachable!("handled in main"),
         Command::List { json } => commands::list::run(json),
         Command::CheckConfig => commands::check_config::run(),
+        Command::Facts { session } => commands::facts::run(session),
         Command::State(cmd) => commands::state::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),
         Command::Status { session, json } => commands::status::run(session, json),

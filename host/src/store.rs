@@ -45,6 +45,9 @@ const KEYSPACES: TableDefinition<&str, (u64, u64)> = TableDefinition::new("keysp
 const RULES: TableDefinition<(&str, &str), &str> = TableDefinition::new("rules");
 /// Facts about the database itself: which session it holds.
 const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
+/// What the host keeps for the `session` and `case` facts: one JSON record.
+const FACTS: TableDefinition<&str, &str> = TableDefinition::new("facts");
+const FACTS_SESSION: &str = "session";
 const META_SESSION: &str = "session_id";
 
 /// Longest key a guardrail may use, in bytes.
@@ -308,6 +311,15 @@ impl StateReader {
         Ok(out)
     }
 
+    /// The session's counters and last case, as they stand.
+    pub fn session_facts(&self) -> Result<crate::facts::SessionFacts, StoreError> {
+        match self.txn.open_table(FACTS) {
+            Ok(table) => session_facts_in(&table),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(Default::default()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub fn get(&self, guardrail: &str, key: &str) -> Result<Option<String>, StoreError> {
         match self.entries()? {
             Some(table) => value_of(&table, guardrail, key),
@@ -323,6 +335,17 @@ impl StateReader {
             None => Ok(Vec::new()),
         }
     }
+}
+
+fn session_facts_in(
+    table: &impl ReadableTable<&'static str, &'static str>,
+) -> Result<crate::facts::SessionFacts, StoreError> {
+    Ok(match table.get(FACTS_SESSION)? {
+        // A record this version cannot read counts from zero rather than failing
+        // every event of the session.
+        Some(json) => serde_json::from_str(json.value()).unwrap_or_default(),
+        None => Default::default(),
+    })
 }
 
 /// The event's write transaction. Commit it once, at the end of the event.
@@ -355,6 +378,24 @@ impl StateTxn {
 
     fn get(&self, guardrail: &str, key: &str) -> Result<Option<String>, StoreError> {
         value_of(&self.txn.open_table(ENTRIES)?, guardrail, key)
+    }
+
+    /// The session's counters and last case, as they stand before this event.
+    pub fn session_facts(&self) -> Result<crate::facts::SessionFacts, StoreError> {
+        session_facts_in(&self.txn.open_table(FACTS)?)
+    }
+
+    /// Stores the session's counters and last case, with the event's other writes.
+    pub fn set_session_facts(
+        &mut self,
+        facts: &crate::facts::SessionFacts,
+    ) -> Result<(), StoreError> {
+        let json = serde_json::to_string(facts).map_err(StoreError::Encode)?;
+        self.txn
+            .open_table(FACTS)?
+            .insert(FACTS_SESSION, json.as_str())?;
+        self.dirty = true;
+        Ok(())
     }
 
     /// The rules whose soft_block asked the user about the call `tool_use_id`: the

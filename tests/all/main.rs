@@ -10,6 +10,7 @@ mod concurrency;
 mod dotforge;
 mod escalation;
 mod events;
+mod facts;
 mod flags;
 mod hostile;
 mod isolation;

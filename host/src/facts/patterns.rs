@@ -251,7 +251,9 @@ impl Patterns {
     }
 
     pub fn is_egress_tool(&self, tool: &str) -> bool {
-        self.egress_tools.iter().any(|t| t == tool)
+        self.egress_tools
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(tool))
     }
 
     /// Whether a tool (by name and normalised name) makes payments.

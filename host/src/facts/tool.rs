@@ -107,8 +107,11 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<Map<String, Valu
 
     let is_mcp = normalised.starts_with("mcp__");
     let is_payment = patterns.is_payment_tool(name, &normalised);
-    let is_shell = SHELL_TOOLS.contains(&name);
-    let is_powershell = POWERSHELL_TOOLS.contains(&name);
+    // Tools are recognised by their normalised name (`functions.Agent(Explore)` is
+    // an Agent call).
+    let is = |tools: &[&str]| tools.iter().any(|t| t.eq_ignore_ascii_case(&normalised));
+    let is_shell = is(SHELL_TOOLS);
+    let is_powershell = is(POWERSHELL_TOOLS);
     let mut effects = Effects::default();
     if let Some(command) = text("command") {
         tool.insert("command".into(), json!(command));
@@ -116,15 +119,15 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<Map<String, Valu
             effects = Effects::of_line(&command, false, patterns);
         } else if is_powershell {
             effects = Effects::of_line(&command, true, patterns);
-        } else if name == "apply_patch" {
+        } else if normalised == "apply_patch" {
             effects.writes = patched_files(&command);
         }
     }
     let is_command = is_shell || is_powershell;
-    let is_read_tool = READ_TOOLS.contains(&name) || SEARCH_TOOLS.contains(&name);
-    let is_write_tool = WRITE_TOOLS.contains(&name);
-    let is_agent = AGENT_TOOLS.contains(&name);
-    let is_egress_tool = patterns.is_egress_tool(name);
+    let is_read_tool = is(READ_TOOLS) || is(SEARCH_TOOLS);
+    let is_write_tool = is(WRITE_TOOLS);
+    let is_agent = is(AGENT_TOOLS);
+    let is_egress_tool = patterns.is_egress_tool(name) || patterns.is_egress_tool(&normalised);
 
     let family = if is_payment {
         "payment"
@@ -134,9 +137,9 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<Map<String, Valu
         "command"
     } else if is_write_tool {
         "write"
-    } else if READ_TOOLS.contains(&name) {
+    } else if is(READ_TOOLS) {
         "read"
-    } else if SEARCH_TOOLS.contains(&name) {
+    } else if is(SEARCH_TOOLS) {
         "search"
     } else if is_agent {
         "agent"

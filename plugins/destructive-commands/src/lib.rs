@@ -1,0 +1,132 @@
+//! destructive-commands: refuses every command the host judges destructive — one
+//! with no safe reading — giving the host's `destructive_reason` as the rule and
+//! saying what to do instead.
+//!
+//! The host's shell analysis (`tool.is_destructive`, `tool.destructive_reason`)
+//! sees through wrappers, substitutions, interpreters and PowerShell once, for
+//! every guardrail; this guardrail and no-destructive-git read the same facts, so
+//! they always agree.
+
+use sandrail_guest::{Event, Guardrail, Result, Verdict};
+
+/// What a reason means, and what to do instead.
+const REASONS: &[(&str, &str, &str)] = &[
+    (
+        "recursive-delete",
+        "it deletes the root, the home directory or a system directory recursively",
+        "delete the specific files or build directories you mean, by path",
+    ),
+    (
+        "disk-format",
+        "it formats or repartitions a disk",
+        "ask the user to do disk administration themselves",
+    ),
+    (
+        "device-write",
+        "it writes raw bytes onto a block device",
+        "write to an image file instead, and ask the user to flash it",
+    ),
+    (
+        "fork-bomb",
+        "it is a fork bomb: it would exhaust the machine's processes",
+        "do not run it",
+    ),
+    (
+        "recursive-permissions",
+        "it changes the permissions or owner of the root, the home directory or a system directory recursively",
+        "change the specific files that need it",
+    ),
+    (
+        "download-to-shell",
+        "it runs text downloaded from the network without anyone reading it",
+        "download the script to a file, show it to the user, and run it only once they agree",
+    ),
+    (
+        "decoded-to-shell",
+        "it runs text decoded or transformed on the fly, which nobody can review",
+        "write the command out plainly",
+    ),
+    (
+        "force-push",
+        "a force push overwrites the remote's history",
+        "push without force, or `git revert` the commits to undo",
+    ),
+    (
+        "reset-hard",
+        "`git reset --hard` discards uncommitted work",
+        "use `git stash` or `git reset --soft`",
+    ),
+    (
+        "clean-force",
+        "`git clean -f` deletes untracked files for good",
+        "run `git clean -n` to see what would go, then remove files one by one",
+    ),
+    (
+        "branch-force-delete",
+        "`git branch -D` deletes a branch even when its commits are not merged",
+        "use `git branch -d`, which refuses to drop unmerged work",
+    ),
+    (
+        "history-clear",
+        "it erases history that cannot be recovered",
+        "leave the history in place",
+    ),
+    (
+        "unanalysable",
+        "it runs code that cannot be read before it runs (nested too deeply, or generated on the fly)",
+        "write the command out plainly",
+    ),
+];
+
+/// The verdict for a call the host judged destructive for `reason`.
+fn verdict_for(reason: &str) -> Verdict {
+    let message = match REASONS.iter().find(|(r, _, _)| *r == reason) {
+        Some((_, what, instead)) => format!(
+            "Refused ({reason}): {what}. Instead, {instead}. If this really is what the user wants, ask them to run it themselves."
+        ),
+        // A reason the config declared.
+        None => format!(
+            "Refused ({reason}): the configuration marks this command as destructive. If this really is what the user wants, ask them to run it themselves."
+        ),
+    };
+    Verdict::violation(reason, message)
+}
+
+struct DestructiveCommands;
+
+impl Guardrail for DestructiveCommands {
+    fn evaluate(event: &Event) -> Result<Verdict> {
+        if event.fact("tool.is_destructive").and_then(|v| v.as_bool()) != Some(true) {
+            return Ok(Verdict::pass());
+        }
+        let reason = event
+            .fact("tool.destructive_reason")
+            .and_then(|v| v.as_str())
+            .unwrap_or("unanalysable");
+        Ok(verdict_for(reason))
+    }
+}
+
+sandrail_guest::export!(DestructiveCommands);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_is_refused_under_its_own_name() {
+        for (reason, _, _) in REASONS {
+            match verdict_for(reason) {
+                Verdict::Violation(v) => {
+                    assert_eq!(v.rule, *reason);
+                    assert!(v.message.starts_with("Refused ("), "{}", v.message);
+                }
+                _ => panic!("{reason} passed"),
+            }
+        }
+        assert!(matches!(
+            verdict_for("infrastructure-destroy"),
+            Verdict::Violation(_)
+        ));
+    }
+}
