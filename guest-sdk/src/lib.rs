@@ -21,6 +21,38 @@
 //!
 //! Build it with `cargo build --release --target wasm32-wasip2`; the `.wasm` file in
 //! `target/wasm32-wasip2/release/` is the component sandrail loads.
+//!
+//! A guardrail whose config can be wrong in ways worth reporting before any event
+//! (rules in a language of their own, say) also implements [`Configure`] and is
+//! exported with [`export_configurable!`] instead: `sandrail check-config` then
+//! reports its problems, and the host learns which state-costing facts it reads.
+//!
+//! ```no_run
+//! use sandrail_guest::{Configure, Event, Guardrail, Needs, Problem, Verdict};
+//!
+//! struct Banned;
+//!
+//! impl Guardrail for Banned {
+//!     fn evaluate(event: &Event) -> sandrail_guest::Result<Verdict> {
+//!         let word = event.config()["word"].as_str().unwrap_or_default();
+//!         Ok(match event.command() {
+//!             Some(cmd) if cmd.contains(word) => Verdict::violation("banned", "not that"),
+//!             _ => Verdict::pass(),
+//!         })
+//!     }
+//! }
+//!
+//! impl Configure for Banned {
+//!     fn check(config: &serde_json::Value) -> Result<Needs, Vec<Problem>> {
+//!         match config["word"].as_str() {
+//!             Some(w) if !w.is_empty() => Ok(Needs::none()),
+//!             _ => Err(vec![Problem::new(Some("word"), "give a non-empty word")]),
+//!         }
+//!     }
+//! }
+//!
+//! sandrail_guest::export_configurable!(Banned);
+//! ```
 
 extern crate self as sandrail_guest;
 
@@ -45,8 +77,32 @@ pub mod bindings {
     });
 }
 
+/// The raw bindings of the `configurable-guardrail` world: the `guardrail` world's
+/// interfaces (shared with [`bindings`]) plus the `configure` export. The `with`
+/// keys carry the contract's version: bump them with the WIT package.
+#[doc(hidden)]
+pub mod configurable_bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "configurable-guardrail",
+        pub_export_macro: true,
+        export_macro_name: "__export_configurable_guardrail_world",
+        default_bindings_module: "sandrail_guest::configurable_bindings",
+        runtime_path: "sandrail_guest::__wit_bindgen::rt",
+        with: {
+            "sandrail:guardrail/types@0.1.2": crate::bindings::sandrail::guardrail::types,
+            "sandrail:guardrail/state@0.1.2": crate::bindings::sandrail::guardrail::state,
+            "sandrail:guardrail/flags@0.1.2": crate::bindings::sandrail::guardrail::flags,
+            "sandrail:guardrail/data@0.1.2": crate::bindings::sandrail::guardrail::data,
+            "sandrail:guardrail/log@0.1.2": crate::bindings::sandrail::guardrail::log,
+        },
+    });
+}
+
 #[doc(hidden)]
 pub use wit_bindgen as __wit_bindgen;
+
+pub use configurable_bindings::exports::sandrail::guardrail::configure::{Needs, Problem};
 
 pub use bindings::sandrail::guardrail::types::Verdict;
 pub use state::StateError;
@@ -57,6 +113,50 @@ pub trait Guardrail {
     /// verdict: the host reports it with the guardrail's name and lets the event
     /// proceed.
     fn evaluate(event: &Event) -> Result<Verdict>;
+}
+
+/// A guardrail that checks its own config: exported with [`export_configurable!`].
+///
+/// `sandrail check-config` calls [`Configure::check`] with the entry's
+/// `[guardrail.config]` and prints every [`Problem`] (as `error  <guardrail>: rule
+/// <item>: <message>`), failing the check. The host may also call it to learn which
+/// fact namespaces the guardrail reads that cost a state write per event to keep
+/// (`"session"`, `"case"`), and keep those only when some guardrail reads them.
+/// `check` sees no event and no session: state calls answer `unavailable`, flag
+/// calls `not-granted`; [`data::read`] works as in `evaluate`.
+pub trait Configure {
+    /// Checks a config (the same JSON `evaluate` finds in [`Event::config`]; `Null`
+    /// when the entry has none): what it makes the guardrail read, or every problem.
+    fn check(config: &serde_json::Value) -> Result<Needs, Vec<Problem>>;
+}
+
+impl Needs {
+    /// Reads no fact that costs state to keep.
+    pub fn none() -> Self {
+        Needs { facts: Vec::new() }
+    }
+
+    /// Reads these state-costing fact namespaces (`"session"`, `"case"`).
+    pub fn facts<I, S>(namespaces: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Needs {
+            facts: namespaces.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl Problem {
+    /// A problem with `item` (for a rule language: the rule's name), or with the
+    /// config as a whole when `None`.
+    pub fn new(item: Option<&str>, message: impl Into<String>) -> Self {
+        Problem {
+            item: item.map(str::to_owned),
+            message: message.into(),
+        }
+    }
 }
 
 /// What went wrong inside a guardrail.
@@ -116,7 +216,9 @@ impl Verdict {
     }
 }
 
-/// Exports a [`Guardrail`] implementation as the component's `evaluate`.
+/// Exports a [`Guardrail`] implementation as the component's `evaluate`, targeting the
+/// plain `guardrail` world. A guardrail that is also [`Configure`] uses
+/// [`export_configurable!`] instead.
 #[macro_export]
 macro_rules! export {
     ($guardrail:ty) => {
@@ -133,6 +235,49 @@ macro_rules! export {
 
         $crate::bindings::__export_guardrail_world!(__SandrailExport);
     };
+}
+
+/// Exports a [`Guardrail`] that is also [`Configure`]: `evaluate` and the
+/// `configure` interface, as the `configurable-guardrail` world. Use it instead of
+/// [`export!`], not beside it.
+#[macro_export]
+macro_rules! export_configurable {
+    ($guardrail:ty) => {
+        #[doc(hidden)]
+        pub struct __SandrailExport;
+
+        impl $crate::configurable_bindings::Guest for __SandrailExport {
+            fn evaluate(
+                event: $crate::bindings::sandrail::guardrail::types::Event,
+            ) -> $crate::Verdict {
+                $crate::__run::<$guardrail>(event)
+            }
+        }
+
+        impl $crate::configurable_bindings::exports::sandrail::guardrail::configure::Guest
+            for __SandrailExport
+        {
+            fn check(
+                config: ::std::string::String,
+            ) -> ::std::result::Result<$crate::Needs, ::std::vec::Vec<$crate::Problem>> {
+                $crate::__check::<$guardrail>(&config)
+            }
+        }
+
+        $crate::configurable_bindings::__export_configurable_guardrail_world!(__SandrailExport);
+    };
+}
+
+/// Checks a raw config; used by [`export_configurable!`].
+#[doc(hidden)]
+pub fn __check<C: Configure>(config: &str) -> Result<Needs, Vec<Problem>> {
+    let config = if config.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_str(config)
+            .map_err(|e| vec![Problem::new(None, format!("the config is not JSON: {e}"))])?
+    };
+    C::check(&config)
 }
 
 /// Runs a guardrail on one raw event; used by [`export!`].

@@ -10,14 +10,20 @@
 //! guest code that computes past it, and the call runs as a future under a timeout,
 //! so a guest blocked in a host call (a WASI sleep) is abandoned at the same
 //! deadline. Memory is limited across all of a component's memories.
+//!
+//! A component may also export `configure` (contract 0.1.2): [`Runtime::configure`]
+//! runs its config check in the same sandbox, and [`Runtime::needs`] /
+//! [`cached_needs`] tell the evaluation which state-costing facts it reads.
 
 mod cache;
 mod capture;
+mod configure;
 mod host;
 mod output;
 
 use std::borrow::Cow;
-use std::path::PathBuf;
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -27,12 +33,14 @@ use wasmtime_wasi::WasiCtxBuilder;
 
 use capture::Capture;
 
+pub use configure::{ConfigureError, Needs, Problem, STATE_COSTING};
 pub use host::HostState;
 
 use crate::config::{Limits, Source};
 use crate::store::Keyspace;
 
-/// Bindings generated from `wit/guardrail.wit`: the host side of the contract.
+/// Bindings generated from `wit/guardrail.wit` (the `guardrail` world): the host
+/// side of the contract. The `configure` export has its own, in `configure::wit`.
 pub mod wit {
     wasmtime::component::bindgen!({
         path: "../wit",
@@ -113,6 +121,9 @@ pub struct Prepared {
     /// never needs the database, so an event whose guardrails are all stateless
     /// never opens it.
     pub uses_state: bool,
+    /// Whether the component exports `configure` (contract 0.1.2): it checks its
+    /// own config and declares the state-costing facts it reads.
+    pub configurable: bool,
 }
 
 /// A component ready to instantiate.
@@ -120,6 +131,15 @@ pub struct Loaded {
     pub sha256: String,
     pub uses_state: bool,
     pre: wit::GuardrailPre<HostState>,
+    /// Where its `configure` export is, when it has one.
+    configure: Option<configure::wit::ConfigureIndices>,
+}
+
+impl Loaded {
+    /// Whether the component exports `configure`.
+    pub fn configurable(&self) -> bool {
+        self.configure.is_some()
+    }
 }
 
 /// What one guardrail run produced.
@@ -134,7 +154,17 @@ pub struct Runtime {
     ticker: &'static Ticker,
     linker: Linker<HostState>,
     cache: cache::ComponentCache,
+    needs_cache: configure::NeedsCache,
     executor: tokio::runtime::Runtime,
+}
+
+/// One fresh sandbox: a store and what its guest prints, with the deadline clock
+/// running while it lives.
+struct Sandbox {
+    store: Store<HostState>,
+    stdout: Capture,
+    stderr: Capture,
+    _ticking: Ticking,
 }
 
 impl Runtime {
@@ -146,6 +176,7 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wit::Guardrail::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
+        let needs_cache = configure::NeedsCache::new(cache_dir.as_deref());
         let cache = cache::ComponentCache::new(&engine, cache_dir);
         let executor = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -156,6 +187,7 @@ impl Runtime {
             ticker,
             linker,
             cache,
+            needs_cache,
             executor,
         })
     }
@@ -169,11 +201,19 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(LoadError::Link)?;
+        // A component that names `configure` among its exports must export it
+        // in the contract's shape; one that does not simply has none.
+        let configure = match configure::wit::ConfigureIndices::new(&instance_pre) {
+            Ok(indices) => Some(indices),
+            Err(e) if prepared.configurable => return Err(LoadError::Link(e)),
+            Err(_) => None,
+        };
         let pre = wit::GuardrailPre::new(instance_pre).map_err(LoadError::Link)?;
         Ok(Loaded {
             sha256: prepared.sha256.clone(),
             uses_state: prepared.uses_state,
             pre,
+            configure,
         })
     }
 
@@ -187,6 +227,123 @@ impl Runtime {
         data: &[(String, PathBuf)],
         limits: Limits,
     ) -> RunOutcome {
+        let mut sandbox = self.sandbox(name, keyspace, data, limits);
+        let store = &mut sandbox.store;
+        let call = async {
+            let instance = loaded
+                .pre
+                .instantiate_async(&mut *store)
+                .await
+                .map_err(CallFailed::Instantiate)?;
+            instance
+                .call_evaluate(&mut *store, event)
+                .await
+                .map_err(CallFailed::Call)
+        };
+        let finished = self.within_deadline(name, "ran", limits, call);
+        let result = settle(finished, &sandbox.store, limits);
+        RunOutcome {
+            result,
+            keyspace: sandbox.close(),
+        }
+    }
+
+    /// Runs a guardrail's `configure.check` on `config_json` (its entry's config,
+    /// as `evaluate` receives it) in a fresh sandbox, under the same deadline and
+    /// memory limit as `evaluate`, with its data grants; its state and flag calls
+    /// answer `unavailable`. `Ok(None)`: the component does not export
+    /// `configure`. What it prints goes to stderr as it does at `evaluate`.
+    pub fn configure(
+        &self,
+        loaded: &Loaded,
+        name: &str,
+        config_json: &str,
+        data: &[(String, PathBuf)],
+        limits: Limits,
+    ) -> Result<Option<Needs>, ConfigureError> {
+        let Some(indices) = &loaded.configure else {
+            return Ok(None);
+        };
+        let mut keyspace = Keyspace::new(name, Vec::new(), limits.state_bytes);
+        keyspace.set_unavailable("a config check runs outside any session".to_owned());
+        let mut sandbox = self.sandbox(name, keyspace, data, limits);
+        let store = &mut sandbox.store;
+        let call = async {
+            let instance = loaded
+                .pre
+                .instance_pre()
+                .instantiate_async(&mut *store)
+                .await
+                .map_err(CallFailed::Instantiate)?;
+            let guest = indices
+                .load(&mut *store, &instance)
+                .map_err(CallFailed::Instantiate)?;
+            guest
+                .call_check(&mut *store, config_json)
+                .await
+                .map_err(CallFailed::Call)
+        };
+        let finished = self.within_deadline(name, "checked its config", limits, call);
+        let result = settle(finished, &sandbox.store, limits);
+        sandbox.close();
+        configure::from_wit(result.map_err(ConfigureError::Run)?).map(Some)
+    }
+
+    /// Which state-costing fact namespaces (`session`, `case`) a configured
+    /// guardrail reads, for the evaluation to decide what to keep for an event.
+    ///
+    /// `None`: the component does not export `configure`, so it declares nothing
+    /// (the entry's own declaration is all there is). Otherwise the answer of its
+    /// check on `config_json`, remembered in the cache directory per component
+    /// and config, so only the first event of a pair pays for the call. A check
+    /// that finds problems (remembered too) or fails (not remembered: it may be
+    /// passing) is taken to read everything, so a broken declaration never
+    /// starves a rule of its facts; the check's output is on stderr.
+    pub fn needs(
+        &self,
+        loaded: &Loaded,
+        name: &str,
+        config_json: &str,
+        data: &[(String, PathBuf)],
+        limits: Limits,
+    ) -> Option<Needs> {
+        loaded.configure.as_ref()?;
+        if let Some(needs) = self.needs_cache.get(&loaded.sha256, config_json) {
+            return Some(needs);
+        }
+        match self.configure(loaded, name, config_json, data, limits) {
+            Ok(needs) => {
+                let needs = needs.unwrap_or_default();
+                self.needs_cache.put(&loaded.sha256, config_json, &needs);
+                Some(needs)
+            }
+            Err(ConfigureError::Problems(problems)) => {
+                eprintln!(
+                    "sandrail: guardrail '{name}' has {} problem(s) in its config (see `sandrail check-config`); taken to read every state-costing fact",
+                    problems.len()
+                );
+                self.needs_cache
+                    .put(&loaded.sha256, config_json, &Needs::all());
+                Some(Needs::all())
+            }
+            Err(ConfigureError::Run(e)) => {
+                eprintln!(
+                    "sandrail: guardrail '{name}': its config check {e}; taken to read every state-costing fact"
+                );
+                Some(Needs::all())
+            }
+        }
+    }
+
+    /// A fresh sandbox for one call: WASI that grants nothing but clocks and
+    /// randomness, captured output, the memory limiter and the epoch deadline.
+    fn sandbox(
+        &self,
+        name: &str,
+        keyspace: Keyspace,
+        data: &[(String, PathBuf)],
+        limits: Limits,
+    ) -> Sandbox {
         let stdout = Capture::new(CAPTURE_BYTES);
         let stderr = Capture::new(CAPTURE_BYTES);
         let wasi = WasiCtxBuilder::new()
@@ -199,40 +356,48 @@ impl Runtime {
         let state = HostState::new(name, keyspace, data.to_vec(), wasi, limits.memory_bytes);
         let mut store = Store::new(&self.engine, state);
         // The epoch advances only while some guardrail runs.
-        let _ticking = self.ticker.hold();
+        let ticking = self.ticker.hold();
         store.limiter(|s| s);
         store.set_epoch_deadline(ticks(limits.timeout));
         store.epoch_deadline_trap();
+        Sandbox {
+            store,
+            stdout,
+            stderr,
+            _ticking: ticking,
+        }
+    }
 
-        let call = async {
-            let instance = loaded
-                .pre
-                .instantiate_async(&mut store)
-                .await
-                .map_err(CallFailed::Instantiate)?;
-            instance
-                .call_evaluate(&mut store, event)
-                .await
-                .map_err(CallFailed::Call)
-        };
+    /// Drives a call to its end or to the deadline, whichever comes first; `None`
+    /// when the deadline came first.
+    fn within_deadline<R>(
+        &self,
+        name: &str,
+        what: &str,
+        limits: Limits,
+        call: impl Future<Output = Result<R, CallFailed>>,
+    ) -> Option<Result<R, CallFailed>> {
         let started = std::time::Instant::now();
         let result = self
             .executor
             .block_on(async { tokio::time::timeout(limits.timeout, call).await });
         if crate::debug_logging() {
             eprintln!(
-                "sandrail: [{name}] ran in {:.2} ms",
+                "sandrail: [{name}] {what} in {:.2} ms",
                 started.elapsed().as_secs_f64() * 1000.0
             );
         }
-        let result = match result {
-            Ok(Ok(verdict)) => Ok(verdict),
-            Ok(Err(failed)) => Err(failed.classify(&store, limits)),
-            Err(_elapsed) => Err(RunError::Timeout(limits.timeout)),
-        };
-        let (keyspace, mut output) = store.into_data().into_parts();
+        result.ok()
+    }
+}
+
+impl Sandbox {
+    /// Ends the sandbox: what the guest printed goes to stderr, prefixed, and
+    /// the keyspace is handed back.
+    fn close(self) -> Keyspace {
+        let (keyspace, mut output) = self.store.into_data().into_parts();
         let mut dropped = 0;
-        for (label, capture) in [("stdout", &stdout), ("stderr", &stderr)] {
+        for (label, capture) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             let (bytes, past_capture) = capture.contents();
             if !bytes.is_empty() {
                 output.print(label, &String::from_utf8_lossy(&bytes));
@@ -240,8 +405,37 @@ impl Runtime {
             dropped += past_capture;
         }
         output.finish(dropped);
-        RunOutcome { result, keyspace }
+        keyspace
     }
+}
+
+/// A call's result, its failure put into words.
+fn settle<R>(
+    finished: Option<Result<R, CallFailed>>,
+    store: &Store<HostState>,
+    limits: Limits,
+) -> Result<R, RunError> {
+    match finished {
+        Some(Ok(value)) => Ok(value),
+        Some(Err(failed)) => Err(failed.classify(store, limits)),
+        None => Err(RunError::Timeout(limits.timeout)),
+    }
+}
+
+/// What a component is known to read without starting the engine: `Some` when
+/// it declares nothing (no `configure` export: `Needs::none()`; the entry's own
+/// declaration is all there is) or when [`Runtime::needs`] already remembered
+/// the answer for this component and config in `cache_dir`; `None` when only
+/// [`Runtime::needs`] can tell.
+pub fn cached_needs(
+    cache_dir: Option<&Path>,
+    prepared: &Prepared,
+    config_json: &str,
+) -> Option<Needs> {
+    if !prepared.configurable {
+        return Some(Needs::none());
+    }
+    configure::NeedsCache::new(cache_dir).get(&prepared.sha256, config_json)
 }
 
 /// Reads a guardrail's component, checks its pin and finds out whether it keeps
@@ -257,19 +451,33 @@ pub fn prepare(source: &Source, pin: Option<&str>) -> Result<Prepared, LoadError
             actual: sha256,
         });
     }
-    let uses_state = imports_state(&bytes)
-        .map_err(|e| LoadError::Compile(wasmtime::format_err!("cannot read its imports: {e}")))?;
+    let interfaces = scan_interfaces(&bytes).map_err(|e| {
+        LoadError::Compile(wasmtime::format_err!(
+            "cannot read its imports and exports: {e}"
+        ))
+    })?;
     Ok(Prepared {
         bytes,
         sha256,
-        uses_state,
+        uses_state: interfaces.uses_state,
+        configurable: interfaces.configurable,
     })
 }
 
-/// Whether a component imports the `state` interface (any version). Only the
-/// outer component's own imports count; nested modules and components are skipped.
-fn imports_state(bytes: &[u8]) -> Result<bool, wasmparser::BinaryReaderError> {
+/// What a component's own imports and exports say about it.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Interfaces {
+    /// It imports `state` or `flags` (any version).
+    uses_state: bool,
+    /// It exports `configure` (any 0.1 version).
+    configurable: bool,
+}
+
+/// Reads a component's imports and exports. Only the outer component's own count;
+/// nested modules and components are skipped.
+fn scan_interfaces(bytes: &[u8]) -> Result<Interfaces, wasmparser::BinaryReaderError> {
     use wasmparser::{Parser, Payload};
+    let mut found = Interfaces::default();
     let mut depth = 0usize;
     for payload in Parser::new(0).parse_all(bytes) {
         match payload? {
@@ -280,14 +488,21 @@ fn imports_state(bytes: &[u8]) -> Result<bool, wasmparser::BinaryReaderError> {
                 for import in imports {
                     let name = import?.name.name;
                     if SESSION_INTERFACES.iter().any(|i| name.starts_with(i)) {
-                        return Ok(true);
+                        found.uses_state = true;
+                    }
+                }
+            }
+            Payload::ComponentExportSection(exports) if depth == 0 => {
+                for export in exports {
+                    if export?.name.name.starts_with(configure::EXPORT_PREFIX) {
+                        found.configurable = true;
                     }
                 }
             }
             _ => {}
         }
     }
-    Ok(false)
+    Ok(found)
 }
 
 /// A component's bytes and their sha256: builtins hashed at build time, files now.

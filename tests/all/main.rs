@@ -7,6 +7,7 @@ mod bad_input;
 mod cache;
 mod cli;
 mod concurrency;
+mod contracts;
 mod dotforge;
 mod escalation;
 mod events;

@@ -1,11 +1,12 @@
-//! `sandrail check-config`: validate the config in force and load every component.
+//! `sandrail check-config`: validate the config in force, load every component, and
+//! have each guardrail that exports `configure` check its own config.
 
 use std::process::ExitCode;
 
 use anyhow::bail;
 
 use sandrail::locations;
-use sandrail::runtime::{Runtime, prepare};
+use sandrail::runtime::{ConfigureError, Runtime, prepare};
 
 use super::project_config;
 
@@ -22,9 +23,37 @@ pub fn run() -> anyhow::Result<ExitCode> {
     let mut failed = 0;
     for g in &config.guardrails {
         let loaded = prepare(&g.source, g.sha256.as_deref()).and_then(|p| runtime.load(&p));
-        match loaded {
-            Ok(loaded) => println!("ok     {} ({}, sha256 {})", g.name, g.source, loaded.sha256),
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
             Err(e) => {
+                failed += 1;
+                println!("error  {}: {e}", g.name);
+                continue;
+            }
+        };
+        let config_json = g.config.to_string();
+        match runtime.configure(&loaded, &g.name, &config_json, &g.data, g.limits) {
+            Ok(needs) => {
+                // What a configured guardrail reads that costs state to keep.
+                let reads = needs
+                    .filter(|n| !n.facts.is_empty())
+                    .map(|n| {
+                        let names: Vec<&str> = n.facts.iter().copied().collect();
+                        format!(", reads {} facts", names.join(" and "))
+                    })
+                    .unwrap_or_default();
+                println!(
+                    "ok     {} ({}, sha256 {}{reads})",
+                    g.name, g.source, loaded.sha256
+                );
+            }
+            Err(ConfigureError::Problems(problems)) => {
+                failed += 1;
+                for problem in problems {
+                    println!("error  {}: {problem}", g.name);
+                }
+            }
+            Err(e @ ConfigureError::Run(_)) => {
                 failed += 1;
                 println!("error  {}: {e}", g.name);
             }
@@ -33,7 +62,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     let n = config.guardrails.len();
     if failed > 0 {
         bail!(
-            "{}: {failed} of {n} guardrails cannot be loaded",
+            "{}: {failed} of {n} guardrails cannot be loaded or have problems in their config",
             config.origin
         );
     }

@@ -1,0 +1,209 @@
+//! The bundled `contracts` guardrail: rules in CEL over the facts, refusing what
+//! breaks them and never passing on a field that is absent; and `check-config`
+//! reporting, through the `configure` export, each rule that does not parse or
+//! reads an unknown variable, by name and position.
+
+use serde_json::json;
+
+use crate::support::*;
+
+/// A config with one contracts entry on PreToolUse and Stop, holding `rules`
+/// (each a `[[guardrail.config.rules]]` table, as TOML text).
+fn contracts(rules: &[&str]) -> String {
+    let mut text = String::from(
+        "[[guardrail]]\nname = \"contracts\"\nsource = \"builtin:contracts\"\nevents = [\"PreToolUse\", \"Stop\"]\n",
+    );
+    for rule in rules {
+        text.push_str("\n[[guardrail.config.rules]]\n");
+        text.push_str(rule);
+        text.push('\n');
+    }
+    text
+}
+
+const NO_DESTRUCTIVE: &str = r#"name = "no-destructive"
+when = "tool.name == 'Bash'"
+require = "!tool.is_destructive"
+message = "{rule}: {tool.name} would destroy work ({tool.destructive_reason}); approved: {platform.approved}""#;
+
+fn stop(session: &str) -> Vec<u8> {
+    payload(
+        "Stop",
+        session,
+        json!({"stop_hook_active": false, "last_assistant_message": "Done."}),
+    )
+}
+
+#[test]
+fn a_rule_over_tool_facts_refuses_a_force_push_and_passes_a_safe_command() {
+    let project = Project::new();
+    project.config(&contracts(&[NO_DESTRUCTIVE]));
+    let check = project.run(&["check-config"]);
+    assert!(check.ok(), "{}{}", check.stdout(), check.stderr());
+    assert!(
+        check
+            .stdout()
+            .starts_with("ok     contracts (builtin:contracts, sha256 "),
+        "{}",
+        check.stdout()
+    );
+
+    // Placeholders render: strings unquoted, an absent fact as (absent).
+    assert_eq!(
+        project
+            .hook(&bash("sess-c", "git push --force origin main"))
+            .deny_reason()
+            .as_deref(),
+        Some(
+            "[contracts/no-destructive] no-destructive: Bash would destroy work (force-push); approved: (absent)"
+        )
+    );
+    project
+        .hook(&bash("sess-c", "git status && cargo test"))
+        .assert_silent();
+    // The rule's guard reads the tool; a Stop has none, so the rule is silent.
+    project.hook(&stop("sess-c")).assert_silent();
+    // A Write is not a Bash call: the guard does not hold.
+    project
+        .hook(&write("sess-c", "/home/dev/project/a.rs"))
+        .assert_silent();
+}
+
+#[test]
+fn a_rule_over_an_absent_field_is_refused_naming_the_field() {
+    let project = Project::new();
+    project.config(&contracts(&[r#"name = "approved"
+require = "platform.approved == true""#]));
+    let expected =
+        "[contracts/approved] approved: platform.approved is absent, so the rule cannot hold";
+    assert_eq!(
+        project.hook(&bash("sess-a", "ls")).deny_reason().as_deref(),
+        Some(expected)
+    );
+    // At Stop the same rule (no guard) refuses the stop, with the same words.
+    let answer = project.hook(&stop("sess-a")).answer();
+    assert_eq!(answer["decision"], "block");
+    assert_eq!(answer["reason"], expected);
+}
+
+#[test]
+fn the_first_broken_rule_in_config_order_is_reported() {
+    let project = Project::new();
+    project.config(&contracts(&[
+        r#"name = "holds"
+require = "tool.name == 'Bash'""#,
+        r#"name = "first"
+when = "has(tool.name)"
+require = "tool.name != 'Bash'""#,
+        r#"name = "second"
+require = "false""#,
+    ]));
+    assert_eq!(
+        project.hook(&bash("sess-o", "ls")).deny_reason().as_deref(),
+        Some("[contracts/first] Contract \"first\" does not hold: tool.name != 'Bash'")
+    );
+}
+
+#[test]
+fn check_config_reports_a_rule_that_does_not_parse_by_name_and_position() {
+    let project = Project::new();
+    project.config(&contracts(&[
+        NO_DESTRUCTIVE,
+        r#"name = "broken"
+require = "tool.name ==""#,
+    ]));
+    let check = project.run(&["check-config"]);
+    assert_eq!(
+        check.code(),
+        Some(1),
+        "{}{}",
+        check.stdout(),
+        check.stderr()
+    );
+    assert!(
+        check
+            .stdout()
+            .contains("error  contracts: rule broken: require: line 1, column 13: Syntax error: "),
+        "{}",
+        check.stdout()
+    );
+    assert!(
+        check
+            .stderr()
+            .contains("1 of 1 guardrails cannot be loaded"),
+        "{}",
+        check.stderr()
+    );
+
+    // The rules that compile still judge; the broken one is named on stderr.
+    let run = project.hook(&bash("sess-b", "git push -f origin main"));
+    assert_eq!(
+        run.deny_reason().as_deref(),
+        Some(
+            "[contracts/no-destructive] no-destructive: Bash would destroy work (force-push); approved: (absent)"
+        )
+    );
+    assert!(
+        run.stderr()
+            .contains("rule broken: require: line 1, column 13"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn check_config_reports_unknown_variables_functions_and_keys() {
+    let project = Project::new();
+    project.config(&contracts(&[
+        r#"name = "typo"
+when = "tool.name == 'Bash'"
+require = """
+[1].all(x, x > 0)
+  && sesion.files_written < 3""""#,
+        r#"name = "fn"
+require = "sizee(tool.name) > 0""#,
+        r#"name = "keys"
+require = "true"
+severity = "high""#,
+        r#"when = "true"
+require = "true""#,
+    ]));
+    let check = project.run(&["check-config"]);
+    assert_eq!(
+        check.code(),
+        Some(1),
+        "{}{}",
+        check.stdout(),
+        check.stderr()
+    );
+    let out = check.stdout();
+    for line in [
+        "error  contracts: rule typo: require: line 2, column 6: unknown variable `sesion`: the facts are tool, session, case, platform, env, mandate",
+        "error  contracts: rule fn: require: line 1, column 1: unknown function `sizee`",
+        "error  contracts: rule keys: unknown key `severity`: a rule takes name, when, require and message",
+        "error  contracts: rule #4: the rule has no `name`",
+    ] {
+        assert!(
+            out.lines().any(|l| l == line),
+            "missing {line:?} in:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn check_config_says_which_state_costing_facts_the_rules_read() {
+    let project = Project::new();
+    project.config(&contracts(&[
+        NO_DESTRUCTIVE,
+        r#"name = "few-writes"
+when = "case.open == true"
+require = "session.files_written < 10""#,
+    ]));
+    let check = project.run(&["check-config"]);
+    assert!(check.ok(), "{}{}", check.stdout(), check.stderr());
+    assert!(
+        check.stdout().contains(", reads case and session facts)"),
+        "{}",
+        check.stdout()
+    );
+}
