@@ -20,3 +20,26 @@ pub fn get_with_sha256(name: &str) -> Option<(&'static [u8], &'static str)> {
 pub fn names() -> Vec<&'static str> {
     BUILTINS.iter().map(|(name, _, _)| *name).collect()
 }
+
+/// The bundled guardrails that export `configure` (checked against their bytes by
+/// a test), so that a config without them never reads a component to ask.
+pub const CONFIGURABLE: &[&str] = &["contracts"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Source;
+
+    #[test]
+    fn the_configurable_list_matches_the_components() {
+        for name in names() {
+            let prepared = crate::runtime::prepare(&Source::Builtin(name.to_owned()), None)
+                .expect("a builtin prepares");
+            assert_eq!(
+                prepared.configurable,
+                CONFIGURABLE.contains(&name),
+                "{name}"
+            );
+        }
+    }
+}

@@ -394,14 +394,6 @@ impl Config {
         })
     }
 
-    /// Whether a configured guardrail declares it reads a costly namespace, so the
-    /// host keeps it.
-    pub fn keeps(&self, namespace: crate::facts::Costly) -> bool {
-        self.guardrails
-            .iter()
-            .any(|g| g.enabled && g.reads_facts.contains(&namespace))
-    }
-
     /// The guardrails that want this event, in evaluation order.
     pub fn matching(&self, kind: EventKind, tool: Option<&str>) -> Vec<&Guardrail> {
         self.guardrails

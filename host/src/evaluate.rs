@@ -69,8 +69,9 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         .collect();
     // The session's counters advance with every tool call while a guardrail reads
     // them, whether or not a guardrail judges this one.
-    let keeps_session = config.keeps(Costly::Session);
-    let keeps_case = config.keeps(Costly::Case);
+    let kept = runtime::kept_facts(config, dirs.cache.as_deref());
+    let keeps_session = kept.contains(&Costly::Session);
+    let keeps_case = kept.contains(&Costly::Case);
     let counting = (keeps_session || keeps_case) && input.kind == EventKind::PreToolUse;
     if prepared.is_empty() && !counting {
         return decision;
@@ -90,7 +91,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     let needs_state = !stateful.is_empty()
         || prepared.iter().any(|(g, _)| g.enforcement.is_some())
         || counting
-        || prepared.iter().any(|(g, _)| !g.reads_facts.is_empty());
+        || (!kept.is_empty() && !prepared.is_empty());
     let now = crate::clock::now();
     // Only a PreToolUse can be approved and sent again after a refusal.
     let input_hash = (input.kind == crate::event::EventKind::PreToolUse)

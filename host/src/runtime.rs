@@ -33,7 +33,7 @@ use wasmtime_wasi::WasiCtxBuilder;
 
 use capture::Capture;
 
-pub use configure::{ConfigureError, Needs, Problem, STATE_COSTING};
+pub use configure::{ConfigureError, Needs, Problem, STATE_COSTING, kept_facts};
 pub use host::HostState;
 
 use crate::config::{Limits, Source};

@@ -207,3 +207,78 @@ require = "session.files_written < 10""#,
         check.stdout()
     );
 }
+
+/// The seed's contract: `session.files_written < mandate.max_files_written` with
+/// a limit of 3. Three writes pass, the fourth and fifth are refused, and the
+/// refused ones do not advance the count. Nothing declares `facts = ["session"]`:
+/// the contracts guardrail's rules do, through its `configure` answer.
+#[test]
+fn the_seeds_files_written_contract_holds_the_mandates_limit() {
+    let project = Project::new();
+    std::fs::write(
+        project.dir().join("mandate.yaml"),
+        "id: docs-task\nlimits:\n  max_files_written: 3\n",
+    )
+    .expect("write the mandate");
+    project.config(&format!(
+        "[settings]\nmandate = \"mandate.yaml\"\n\n{}",
+        contracts(&[r#"name = "max-files-written"
+when = "tool.is_write"
+require = "session.files_written < mandate.max_files_written"
+message = "This task may write at most {mandate.max_files_written} files.""#])
+    ));
+    let outcomes: Vec<Option<String>> = (1..=5)
+        .map(|n| {
+            let run = project.hook(&write("sess-seed", &format!("/home/dev/project/doc{n}.md")));
+            // An allowed write is silent: no answer at all.
+            (!run.stdout().trim().is_empty())
+                .then(|| run.deny_reason())
+                .flatten()
+        })
+        .collect();
+    assert_eq!(outcomes[..3], [None, None, None], "{outcomes:?}");
+    for refused in &outcomes[3..] {
+        assert_eq!(
+            refused.as_deref(),
+            Some("[contracts/max-files-written] This task may write at most 3 files.")
+        );
+    }
+    // Reads and commands pass the rule (its `when` does not hold) and count as calls.
+    project.hook(&bash("sess-seed", "ls")).assert_silent();
+    let run = project
+        .cmd()
+        .args(["facts", "--session", "sess-seed"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(&bash("sess-seed", "ls"))?;
+            child.wait_with_output()
+        })
+        .expect("sandrail facts");
+    let facts: serde_json::Value = serde_json::from_slice(&run.stdout).expect("facts");
+    assert_eq!(facts["session"]["files_written"], json!(3), "{facts:#}");
+    assert_eq!(facts["session"]["tool_calls"], json!(4), "{facts:#}");
+}
+
+#[test]
+fn a_contract_over_session_facts_without_the_state_fails_closed() {
+    let project = Project::new();
+    // No mandate: `mandate.max_files_written` is absent, so the rule cannot hold.
+    project.config(&contracts(&[r#"name = "max-files-written"
+when = "tool.is_write"
+require = "session.files_written < mandate.max_files_written""#]));
+    let refused = project
+        .hook(&write("sess-nomandate", "/home/dev/project/a.md"))
+        .deny_reason()
+        .expect("refused");
+    assert!(
+        refused.contains("mandate.max_files_written is absent"),
+        "{refused}"
+    );
+}

@@ -62,6 +62,7 @@ fn the_import_keeps_order_and_enabled_state_and_a_second_import_changes_nothing(
         names,
         [
             "no-destructive-git",
+            "destructive-commands",
             "session-budget",
             "dotforge-no-destructive-git",
             "search-first",
@@ -78,9 +79,12 @@ fn the_import_keeps_order_and_enabled_state_and_a_second_import_changes_nothing(
         .map(|l| serde_json::from_str(l).expect("json"))
         .collect();
     let enabled: Vec<bool> = entries.iter().map(|e| e["enabled"] == true).collect();
-    assert_eq!(enabled, [true, true, true, false, true, true, false, false]);
+    assert_eq!(
+        enabled,
+        [true, true, true, true, false, true, true, false, false]
+    );
     assert!(
-        entries[3]["data"][0]
+        entries[4]["data"][0]
             .as_str()
             .is_some_and(|d| d.ends_with("search-first/behavior.yaml"))
     );
@@ -297,12 +301,11 @@ fn respect_todo_state_and_objection_format() {
 #[test]
 fn dotforges_no_destructive_git_hard_blocks_what_it_lists() {
     let project = imported(&[]);
-    // The bundled no-destructive-git judges first; switch it off to see dotforge's.
-    assert!(
-        project
-            .run(&["guardrail", "off", "no-destructive-git"])
-            .ok()
-    );
+    // The bundled no-destructive-git and destructive-commands judge first; switch
+    // them off to see dotforge's.
+    for bundled in ["no-destructive-git", "destructive-commands"] {
+        assert!(project.run(&["guardrail", "off", bundled]).ok());
+    }
     // A push with no test run before it is verify-before-done's business.
     assert!(
         project

@@ -27,8 +27,9 @@ pub fn run(session: Option<String>) -> anyhow::Result<ExitCode> {
     let config = Config::discover(project.as_deref())?;
     let mut document = facts::derive(&input, &config.patterns, config.mandate.as_ref());
     if let Some(session) = session {
-        let keeps_session = config.keeps(Costly::Session);
-        let keeps_case = config.keeps(Costly::Case);
+        let kept_facts = sandrail::runtime::kept_facts(&config, locations::cache_dir().as_deref());
+        let keeps_session = kept_facts.contains(&Costly::Session);
+        let keeps_case = kept_facts.contains(&Costly::Case);
         if !keeps_session && !keeps_case {
             eprintln!(
                 "sandrail: session and case counters are not being kept: no guardrail in {} declares facts = [\"session\"] or [\"case\"], so no hook pays for them",

@@ -37,6 +37,9 @@ const SEARCH_TOOLS: &[&str] = &[
 ];
 const AGENT_TOOLS: &[&str] = &["Agent", "Task"];
 
+/// The longest command carried as `tool.command`.
+const MAX_COMMAND_FACT_BYTES: usize = 1 << 20;
+
 /// At most this many commands, and paths of each kind, are listed.
 const MAX_LISTED: usize = 256;
 
@@ -114,7 +117,17 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<Map<String, Valu
     let is_powershell = is(POWERSHELL_TOOLS);
     let mut effects = Effects::default();
     if let Some(command) = text("command") {
-        tool.insert("command".into(), json!(command));
+        // The analysis reads the whole line; the document carries it only up to a
+        // size every guardrail can take in. Past that the fact is absent, so a rule
+        // reading it fails rather than matches a part.
+        if command.len() <= MAX_COMMAND_FACT_BYTES {
+            tool.insert("command".into(), json!(command));
+        } else {
+            eprintln!(
+                "sandrail: the command is {} bytes; tool.command is absent from the facts (at most {MAX_COMMAND_FACT_BYTES}), the analysis covers all of it",
+                command.len()
+            );
+        }
         if is_shell {
             effects = Effects::of_line(&command, false, patterns);
         } else if is_powershell {
@@ -367,11 +380,11 @@ impl Effects {
                     push(&mut self.reads, file);
                 }
             }
-            p if ENVIRONMENT_READERS.contains(&p) => {
-                // `env CMD` runs CMD (unwrapped away before here); bare, it prints.
-                if p == "printenv" || args.iter().all(|a| a.starts_with('-')) {
-                    self.reads_environment = true;
-                }
+            // `env CMD` runs CMD (unwrapped away before here); bare, it prints.
+            p if ENVIRONMENT_READERS.contains(&p)
+                && (p == "printenv" || args.iter().all(|a| a.starts_with('-'))) =>
+            {
+                self.reads_environment = true;
             }
             "tee" => {
                 for file in operands() {
