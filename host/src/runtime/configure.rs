@@ -219,6 +219,84 @@ impl NeedsCache {
     }
 }
 
+/// The state-costing fact namespaces the configuration in force reads: what its
+/// guardrails declare (`facts = […]`) and what configurable components answer for
+/// their config. Counters advance on every tool call while any guardrail reads
+/// them, so this is asked on every event; the answer is remembered in the cache
+/// directory under a key made of the config in force and each component file's
+/// size and modification time, so an event pays only for a few `stat`s.
+pub fn kept_facts(config: &Config, cache_dir: Option<&Path>) -> BTreeSet<Costly> {
+    let enabled: Vec<&Guardrail> = config.guardrails.iter().filter(|g| g.enabled).collect();
+    let mut declared: BTreeSet<Costly> = enabled
+        .iter()
+        .flat_map(|g| g.reads_facts.iter().copied())
+        .collect();
+    if declared.len() == STATE_COSTING.len() {
+        return declared;
+    }
+    // Only builtins known to export `configure` and files can answer anything.
+    let askable: Vec<&&Guardrail> = enabled
+        .iter()
+        .filter(|g| match &g.source {
+            Source::Builtin(name) => crate::builtins::CONFIGURABLE.contains(&name.as_str()),
+            Source::File(_) => true,
+        })
+        .collect();
+    if askable.is_empty() {
+        return declared;
+    }
+    let summary_key = {
+        let mut key = String::new();
+        for g in &askable {
+            key.push_str(&format!("{}\n{}\n{}\n", g.name, g.source, g.config));
+            if let Source::File(path) = &g.source
+                && let Ok(meta) = std::fs::metadata(path)
+            {
+                let modified = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                key.push_str(&format!("{} {modified}\n", meta.len()));
+            }
+        }
+        crate::sha256_hex(key.as_bytes())
+    };
+    let cache = NeedsCache::new(cache_dir);
+    let answered = match cache.get("config", &summary_key) {
+        Some(needs) => needs,
+        None => {
+            let mut union = Needs::none();
+            let mut runtime = None;
+            for g in &askable {
+                let Ok(prepared) = super::prepare(&g.source, g.sha256.as_deref()) else {
+                    continue;
+                };
+                let config_json = g.config.to_string();
+                let needs = match super::cached_needs(cache_dir, &prepared, &config_json) {
+                    Some(needs) => needs,
+                    None => {
+                        if runtime.is_none() {
+                            runtime = super::Runtime::new(cache_dir.map(Path::to_path_buf)).ok();
+                        }
+                        let Some(rt) = &runtime else { continue };
+                        let Ok(loaded) = rt.load(&prepared) else {
+                            continue;
+                        };
+                        rt.needs(&loaded, &g.name, &config_json, &g.data, g.limits)
+                            .unwrap_or_default()
+                    }
+                };
+                union.facts.extend(needs.facts);
+            }
+            cache.put("config", &summary_key, &union);
+            union
+        }
+    };
+    declared.extend(answered.facts.iter().filter_map(|n| Costly::from_name(n)));
+    declared
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,82 +434,4 @@ mod tests {
         assert_eq!(cache.get("abd", "{}"), None);
         assert_eq!(NeedsCache::new(None).get("abc", "{}"), None);
     }
-}
-
-/// The state-costing fact namespaces the configuration in force reads: what its
-/// guardrails declare (`facts = […]`) and what configurable components answer for
-/// their config. Counters advance on every tool call while any guardrail reads
-/// them, so this is asked on every event; the answer is remembered in the cache
-/// directory under a key made of the config in force and each component file's
-/// size and modification time, so an event pays only for a few `stat`s.
-pub fn kept_facts(config: &Config, cache_dir: Option<&Path>) -> BTreeSet<Costly> {
-    let enabled: Vec<&Guardrail> = config.guardrails.iter().filter(|g| g.enabled).collect();
-    let mut declared: BTreeSet<Costly> = enabled
-        .iter()
-        .flat_map(|g| g.reads_facts.iter().copied())
-        .collect();
-    if declared.len() == STATE_COSTING.len() {
-        return declared;
-    }
-    // Only builtins known to export `configure` and files can answer anything.
-    let askable: Vec<&&Guardrail> = enabled
-        .iter()
-        .filter(|g| match &g.source {
-            Source::Builtin(name) => crate::builtins::CONFIGURABLE.contains(&name.as_str()),
-            Source::File(_) => true,
-        })
-        .collect();
-    if askable.is_empty() {
-        return declared;
-    }
-    let summary_key = {
-        let mut key = String::new();
-        for g in &askable {
-            key.push_str(&format!("{}\n{}\n{}\n", g.name, g.source, g.config));
-            if let Source::File(path) = &g.source
-                && let Ok(meta) = std::fs::metadata(path)
-            {
-                let modified = meta
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map_or(0, |d| d.as_nanos());
-                key.push_str(&format!("{} {modified}\n", meta.len()));
-            }
-        }
-        crate::sha256_hex(key.as_bytes())
-    };
-    let cache = NeedsCache::new(cache_dir);
-    let answered = match cache.get("config", &summary_key) {
-        Some(needs) => needs,
-        None => {
-            let mut union = Needs::none();
-            let mut runtime = None;
-            for g in &askable {
-                let Ok(prepared) = super::prepare(&g.source, g.sha256.as_deref()) else {
-                    continue;
-                };
-                let config_json = g.config.to_string();
-                let needs = match super::cached_needs(cache_dir, &prepared, &config_json) {
-                    Some(needs) => needs,
-                    None => {
-                        if runtime.is_none() {
-                            runtime = super::Runtime::new(cache_dir.map(Path::to_path_buf)).ok();
-                        }
-                        let Some(rt) = &runtime else { continue };
-                        let Ok(loaded) = rt.load(&prepared) else {
-                            continue;
-                        };
-                        rt.needs(&loaded, &g.name, &config_json, &g.data, g.limits)
-                            .unwrap_or_default()
-                    }
-                };
-                union.facts.extend(needs.facts);
-            }
-            cache.put("config", &summary_key, &union);
-            union
-        }
-    };
-    declared.extend(answered.facts.iter().filter_map(|n| Costly::from_name(n)));
-    declared
 }
