@@ -188,6 +188,74 @@ fn main() {
         row(name, s, &floor);
     }
 
+    // What fact derivation costs: a long, realistic command line, judged by the
+    // hook and derived alone by `sandrail facts`; and a contracts guardrail.
+    let long_line = format!(
+        "git add -A && git commit -m \"$(cat <<'EOF'\nFix the parser (see #12)\n\nDon't rm -rf anything.\nEOF\n)\" && {} && curl -fsS https://example.com/health | jq .status > status.json",
+        (0..36)
+            .map(|i| format!("FOO={i} timeout 5 bash -c 'grep -r pattern{i} src/ | head -n 5'"))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    );
+    let long_payload = pre_tool_use("Bash", serde_json::json!({ "command": long_line }));
+    let state = dir.join("state");
+    let project = dir.join("project");
+    let long_hook = Stats::of(
+        (0..runs)
+            .map(|_| spawn(SANDRAIL, &long_payload, dir, &warm_cache).0)
+            .collect(),
+    );
+    let facts_only = Stats::of(
+        (0..runs)
+            .map(|_| {
+                spawn_sub(
+                    SANDRAIL,
+                    "facts",
+                    &payload,
+                    dir,
+                    &warm_cache,
+                    &state,
+                    &project,
+                )
+                .0
+            })
+            .collect(),
+    );
+    let long_facts_only = Stats::of(
+        (0..runs)
+            .map(|_| {
+                spawn_sub(
+                    SANDRAIL,
+                    "facts",
+                    &long_payload,
+                    dir,
+                    &warm_cache,
+                    &state,
+                    &project,
+                )
+                .0
+            })
+            .collect(),
+    );
+    let contracts = project_with(
+        dir,
+        "contracts",
+        "[[guardrail]]\nname = \"contracts\"\nsource = \"builtin:contracts\"\nevents = [\"PreToolUse\"]\n[[guardrail.config.rules]]\nname = \"no-secrets-out\"\nwhen = \"tool.is_egress\"\nrequire = \"!tool.touches_secret\"\n[[guardrail.config.rules]]\nname = \"no-destructive\"\nrequire = \"!tool.is_destructive\"\n",
+    );
+    let contracts_run = Stats::of(
+        (0..runs)
+            .map(|_| spawn_in(SANDRAIL, &payload, dir, &warm_cache, &state, &contracts).0)
+            .collect(),
+    );
+    for (name, s) in [
+        ("sandrail facts (no guardrail)", &facts_only),
+        ("40-command line, hook", &long_hook),
+        ("40-command line, facts", &long_facts_only),
+        ("contracts, 2 CEL rules", &contracts_run),
+    ] {
+        row(name, s, &floor);
+    }
+
     let padded_command = format!("{}git push --force", "true | ".repeat((2 << 20) / 7));
     let padded_payload = pre_tool_use("Bash", serde_json::json!({ "command": padded_command }));
     let padded = Stats::of(
@@ -398,10 +466,23 @@ fn spawn_in(
     state: &Path,
     project: &Path,
 ) -> (Duration, bool) {
+    spawn_sub(program, "hook", payload, dir, cache, state, project)
+}
+
+/// Runs `program SUBCOMMAND` (the subcommand only for sandrail).
+fn spawn_sub(
+    program: &str,
+    subcommand: &str,
+    payload: &str,
+    dir: &Path,
+    cache: &Path,
+    state: &Path,
+    project: &Path,
+) -> (Duration, bool) {
     let started = Instant::now();
     let mut child = Command::new(program);
     if program == SANDRAIL {
-        child.arg("hook");
+        child.arg(subcommand);
     }
     let mut child = child
         .current_dir(dir)

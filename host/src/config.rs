@@ -631,7 +631,7 @@ mod tests {
             config
                 .guardrails
                 .iter()
-                .any(|g| g.name == "no-destructive-git")
+                .any(|g| g.name == "destructive-commands")
         );
     }
 

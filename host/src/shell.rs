@@ -35,12 +35,17 @@ pub struct Command {
     pub argv: Vec<String>,
     /// Files the command's redirections open.
     pub redirects: Vec<Redirect>,
-    /// Commands whose output this one consumes: earlier stages of its pipeline, and
-    /// substitutions (`$(…)`, backticks, `<(…)`) in its words. Unwrapped like `argv`.
-    pub fed_by: Vec<Vec<String>>,
+    /// Commands whose output this one consumes: the nearest earlier stages of its
+    /// pipeline, and substitutions (`$(…)`, backticks, `<(…)`) in its words, as
+    /// written (see [`feeder`] for what each runs).
+    pub fed_by: Vec<Feeder>,
     /// `xargs` ran it, so more arguments arrive on its standard input.
     pub args_from_stdin: bool,
 }
+
+/// A command feeding another, shared by every command it feeds (a long pipeline
+/// does not copy its stages into each).
+pub type Feeder = std::rc::Rc<Vec<String>>;
 
 /// A redirection to or from a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,11 +170,6 @@ fn collect(
         let (argv, args_from_stdin) = unwrap(variables.resolve(command.argv));
         command.argv = argv;
         command.args_from_stdin = args_from_stdin;
-        command.fed_by = std::mem::take(&mut command.fed_by)
-            .into_iter()
-            .map(|argv| unwrap(argv).0)
-            .filter(|argv| !argv.is_empty())
-            .collect();
         if command.argv.is_empty() && command.redirects.is_empty() {
             return;
         }
@@ -246,9 +246,9 @@ struct Lexer<'a, 's> {
     argv: Vec<String>,
     redirects: Vec<Redirect>,
     /// Earlier stages of the pipeline the current command is in.
-    pipeline: Vec<Vec<String>>,
+    pipeline: Vec<Feeder>,
     /// Commands substituted into the current command's words.
-    substituted: Vec<Vec<String>>,
+    substituted: Vec<Feeder>,
     word: String,
     in_word: bool,
     /// The current word used quotes (which makes a heredoc delimiter literal).
@@ -331,14 +331,13 @@ impl<'a, 's> Lexer<'a, 's> {
         let redirects = std::mem::take(&mut self.redirects);
         let mut fed_by = std::mem::take(&mut self.substituted);
         if piped {
-            if self.pipeline.len() < MAX_FEEDERS && !argv.is_empty() {
-                self.pipeline.push(argv.clone());
+            fed_by.extend(self.pipeline.iter().cloned());
+            if !argv.is_empty() {
+                if self.pipeline.len() == MAX_FEEDERS {
+                    self.pipeline.remove(0);
+                }
+                self.pipeline.push(Feeder::new(argv.clone()));
             }
-            fed_by.extend(
-                self.pipeline[..self.pipeline.len().saturating_sub(1)]
-                    .iter()
-                    .cloned(),
-            );
         } else {
             fed_by.extend(std::mem::take(&mut self.pipeline));
         }
@@ -692,7 +691,7 @@ impl<'a, 's> Lexer<'a, 's> {
         let sink = &mut *self.sink;
         let mut capture = |command: Command| {
             if substituted.len() < MAX_FEEDERS && !command.argv.is_empty() {
-                substituted.push(command.argv.clone());
+                substituted.push(Feeder::new(command.argv.clone()));
             }
             sink(command)
         };
@@ -725,7 +724,7 @@ impl<'a, 's> Lexer<'a, 's> {
             let sink = &mut *self.sink;
             let mut capture = |command: Command| {
                 if substituted.len() < MAX_FEEDERS && !command.argv.is_empty() {
-                    substituted.push(command.argv.clone());
+                    substituted.push(Feeder::new(command.argv.clone()));
                 }
                 sink(command)
             };
@@ -853,6 +852,11 @@ pub(crate) fn unwrap(mut argv: Vec<String>) -> (Vec<String>, bool) {
     }
     argv.drain(..start);
     (argv, through_xargs)
+}
+
+/// What a feeding command runs, its wrappers removed (`sudo curl …` is curl).
+pub fn feeder(argv: &[String]) -> Vec<String> {
+    unwrap(expand_braces(argv.to_vec())).0
 }
 
 /// Whether `env`'s options (before its command) include `-S` / `--split-string`.

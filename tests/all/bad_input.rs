@@ -79,7 +79,7 @@ fn a_payload_without_a_session_id_is_judged_in_a_derived_session() {
     let run = project.hook(payload);
     assert!(
         run.deny_reason()
-            .is_some_and(|r| r.starts_with("[no-destructive-git/force-push]"))
+            .is_some_and(|r| r.starts_with("[destructive-commands/force-push]"))
     );
     assert!(
         run.stderr()
@@ -117,7 +117,7 @@ fn config_with_an_unknown_key() {
     let run = project.hook(&bash("sess-bad", "git push --force"));
     assert!(
         run.deny_reason()
-            .is_some_and(|r| r.starts_with("[no-destructive-git/"))
+            .is_some_and(|r| r.starts_with("[destructive-commands/"))
     );
     assert!(
         run.stderr().contains("the embedded default is in force"),

@@ -12,18 +12,18 @@ fn list_shows_the_embedded_default() {
     let out = run.stdout();
     assert!(out.starts_with("config: (embedded default)"), "{out}");
     assert!(
-        out.contains("no-destructive-git\n  source   builtin:no-destructive-git\n  sha256   "),
+        out.contains("destructive-commands\n  source   builtin:destructive-commands\n  sha256   "),
         "{out}"
     );
     assert!(
-        out.contains("  events   PreToolUse\n  matcher  Bash"),
+        out.contains("  events   PreToolUse\n  matcher  Bash|PowerShell"),
         "{out}"
     );
 
     let run = project.run(&["list", "--json"]);
     let first: Value =
         serde_json::from_str(run.stdout().lines().next().expect("a line")).expect("json");
-    assert_eq!(first["name"], "no-destructive-git");
+    assert_eq!(first["name"], "destructive-commands");
     assert_eq!(first["sha256"].as_str().map(str::len), Some(64));
     assert_eq!(first["events"], serde_json::json!(["PreToolUse"]));
 }

@@ -51,8 +51,7 @@ fn counter(project: &Project, session: &str, guardrail: &str) -> u64 {
 fn the_import_keeps_order_and_enabled_state_and_a_second_import_changes_nothing() {
     let project = imported(&[]);
     let config = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("config");
-    // The bundled protections were kept, and dotforge's own no-destructive-git was
-    // renamed rather than replacing them.
+    // The bundled protections were kept, and dotforge's behaviors follow them.
     let names: Vec<&str> = config
         .lines()
         .filter_map(|l| l.strip_prefix("name = \""))
@@ -61,10 +60,9 @@ fn the_import_keeps_order_and_enabled_state_and_a_second_import_changes_nothing(
     assert_eq!(
         names,
         [
-            "no-destructive-git",
             "destructive-commands",
             "session-budget",
-            "dotforge-no-destructive-git",
+            "no-destructive-git",
             "search-first",
             "verify-before-done",
             "respect-todo-state",
@@ -79,12 +77,9 @@ fn the_import_keeps_order_and_enabled_state_and_a_second_import_changes_nothing(
         .map(|l| serde_json::from_str(l).expect("json"))
         .collect();
     let enabled: Vec<bool> = entries.iter().map(|e| e["enabled"] == true).collect();
-    assert_eq!(
-        enabled,
-        [true, true, true, true, false, true, true, false, false]
-    );
+    assert_eq!(enabled, [true, true, true, false, true, true, false, false]);
     assert!(
-        entries[4]["data"][0]
+        entries[3]["data"][0]
             .as_str()
             .is_some_and(|d| d.ends_with("search-first/behavior.yaml"))
     );
@@ -301,11 +296,12 @@ fn respect_todo_state_and_objection_format() {
 #[test]
 fn dotforges_no_destructive_git_hard_blocks_what_it_lists() {
     let project = imported(&[]);
-    // The bundled no-destructive-git and destructive-commands judge first; switch
-    // them off to see dotforge's.
-    for bundled in ["no-destructive-git", "destructive-commands"] {
-        assert!(project.run(&["guardrail", "off", bundled]).ok());
-    }
+    // The bundled destructive-commands judges first; switch it off to see dotforge's.
+    assert!(
+        project
+            .run(&["guardrail", "off", "destructive-commands"])
+            .ok()
+    );
     // A push with no test run before it is verify-before-done's business.
     assert!(
         project
@@ -324,7 +320,7 @@ fn dotforges_no_destructive_git_hard_blocks_what_it_lists() {
         assert_eq!(decision, "deny", "{command}");
         assert_eq!(
             said,
-            "[dotforge-no-destructive-git/no-destructive-git] Destructive git operation blocked: force push, hard reset, clean -f, and forced branch delete are not allowed."
+            "[no-destructive-git/no-destructive-git] Destructive git operation blocked: force push, hard reset, clean -f, and forced branch delete are not allowed."
         );
     }
     for command in [

@@ -166,7 +166,7 @@ fn default_refuses_destructive_git_however_wrapped() {
             .deny_reason()
             .unwrap_or_else(|| panic!("{command} was not refused"));
         assert!(
-            reason.starts_with(&format!("[no-destructive-git/{rule}]")),
+            reason.starts_with(&format!("[destructive-commands/{rule}]")),
             "{command}: {reason}"
         );
     }
@@ -290,7 +290,7 @@ fn stateless_guardrails_never_open_the_database() {
     project.hook(&bash("sess-nodb", "ls")).assert_silent();
     assert!(
         !project.session_db("sess-nodb").exists(),
-        "no-destructive-git does not import state"
+        "destructive-commands does not import state"
     );
     project
         .hook(&write("sess-nodb", "/home/dev/project/a.rs"))

@@ -439,13 +439,13 @@ fn the_default_refuses_destructive_commands_and_passes_look_alikes() {
             .expect("refused")
             .contains("download-to-shell")
     );
-    // Git's rules stay no-destructive-git's, reading the same facts.
+    // Git's rules too, seen through the same wrappers.
     let refused = project.hook(&bash("sess-d", "FOO=1 git push -f"));
     assert!(
         refused
             .deny_reason()
             .expect("refused")
-            .starts_with("[no-destructive-git/force-push]")
+            .starts_with("[destructive-commands/force-push]")
     );
     project
         .hook(&bash("sess-d", "rm -rf ./build node_modules"))

@@ -19,7 +19,8 @@ fn assert_force_push_refused(run: &Run) {
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
     let reason = run.deny_reason().unwrap_or_default();
     assert!(
-        reason.starts_with("[no-destructive-git/force-push]"),
+        reason.starts_with("[destructive-commands/force-push]")
+            || reason.starts_with("[no-destructive-git/force-push]"),
         "not refused as a force push: {reason:?}; stderr: {}",
         run.stderr()
     );

@@ -239,7 +239,7 @@ fn switching_a_bundled_guardrail_off_writes_the_embedded_default_first() {
     assert!(run.ok(), "{}", run.stderr());
     let written = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("config");
     assert!(
-        written.contains("name = \"no-destructive-git\""),
+        written.contains("name = \"destructive-commands\""),
         "{written}"
     );
     assert!(written.contains("enabled = false"), "{written}");

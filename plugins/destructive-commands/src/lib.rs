@@ -28,7 +28,7 @@ const REASONS: &[(&str, &str, &str)] = &[
     ),
     (
         "fork-bomb",
-        "it is a fork bomb: it would exhaust the machine's processes",
+        "it is a fork bomb, which would exhaust the machine's processes",
         "do not run it",
     ),
     (
@@ -82,11 +82,11 @@ const REASONS: &[(&str, &str, &str)] = &[
 fn verdict_for(reason: &str) -> Verdict {
     let message = match REASONS.iter().find(|(r, _, _)| *r == reason) {
         Some((_, what, instead)) => format!(
-            "Refused ({reason}): {what}. Instead, {instead}. If this really is what the user wants, ask them to run it themselves."
+            "Refused: {what}. Instead, {instead}. If this really is what the user wants, ask them to run it themselves."
         ),
         // A reason the config declared.
         None => format!(
-            "Refused ({reason}): the configuration marks this command as destructive. If this really is what the user wants, ask them to run it themselves."
+            "Refused: the configuration marks this command as destructive ({reason}). If this really is what the user wants, ask them to run it themselves."
         ),
     };
     Verdict::violation(reason, message)
@@ -119,7 +119,7 @@ mod tests {
             match verdict_for(reason) {
                 Verdict::Violation(v) => {
                     assert_eq!(v.rule, *reason);
-                    assert!(v.message.starts_with("Refused ("), "{}", v.message);
+                    assert!(v.message.starts_with("Refused: "), "{}", v.message);
                 }
                 _ => panic!("{reason} passed"),
             }
