@@ -74,9 +74,13 @@ fn main() {
     let mut warm = Vec::with_capacity(runs);
     let mut cold = Vec::with_capacity(cold_runs);
     let mut stateful = Vec::with_capacity(runs);
-    for i in 0..runs {
+    // The floor and the warm hook interleaved, with nothing else between them: a
+    // durable commit's writeback would otherwise land on whichever runs next.
+    for _ in 0..runs {
         floor.push(spawn("/bin/true", &payload, dir, &warm_cache).0);
         warm.push(spawn(SANDRAIL, &payload, dir, &warm_cache).0);
+    }
+    for i in 0..runs {
         stateful.push(spawn(SANDRAIL, &write_payload, dir, &warm_cache).0);
         if i % (runs / cold_runs) == 0 && cold.len() < cold_runs {
             let fresh = dir.join(format!("cold-cache-{i}"));

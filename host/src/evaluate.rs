@@ -141,7 +141,8 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         return decision;
     }
 
-    let runtime = match Runtime::new(dirs.cache.clone()) {
+    let runtime = match Runtime::for_components(dirs.cache.clone(), prepared.iter().map(|(_, p)| p))
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             let why = format!("cannot start the WebAssembly runtime: {e:#}");

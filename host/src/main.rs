@@ -92,21 +92,15 @@ enum Switch {
 }
 
 fn main() -> ExitCode {
+    // `sandrail hook` starts on every tool call: exactly that command line skips
+    // building the parser for all the others.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == "hook") && args.next().is_none() {
+        return hook();
+    }
     let cli = Cli::parse();
     match cli.command {
-        Command::Hook => {
-            let outcome = hook::run(std::io::stdin().lock());
-            if let Some(answer) = outcome.answer {
-                let mut stdout = std::io::stdout().lock();
-                // One write of a complete answer; a closed pipe loses nothing we could save.
-                let _ = writeln!(stdout, "{answer}").and_then(|()| stdout.flush());
-            }
-            if outcome.block {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
+        Command::Hook => hook(),
         command => match run(command) {
             Ok(code) => code,
             Err(e) => {
@@ -114,6 +108,21 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// Judges the event on stdin and prints the answer.
+fn hook() -> ExitCode {
+    let outcome = hook::run(std::io::stdin().lock());
+    if let Some(answer) = outcome.answer {
+        let mut stdout = std::io::stdout().lock();
+        // One write of a complete answer; a closed pipe loses nothing we could save.
+        let _ = writeln!(stdout, "{answer}").and_then(|()| stdout.flush());
+    }
+    if outcome.block {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

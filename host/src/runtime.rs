@@ -20,6 +20,7 @@ mod capture;
 mod configure;
 mod host;
 mod output;
+mod wasi;
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -124,6 +125,8 @@ pub struct Prepared {
     /// Whether the component exports `configure` (contract 0.1.2): it checks its
     /// own config and declares the state-costing facts it reads.
     pub configurable: bool,
+    /// The interfaces it imports, without their versions (`wasi:cli/stdout`).
+    imports: Vec<String>,
 }
 
 /// A component ready to instantiate.
@@ -171,10 +174,30 @@ impl Runtime {
     /// Sets up the runtime on the process's engine. `cache_dir` holds compiled
     /// components; `None` compiles every time.
     pub fn new(cache_dir: Option<PathBuf>) -> wasmtime::Result<Runtime> {
+        Runtime::linking(cache_dir, &|_| true)
+    }
+
+    /// A runtime for these components only: it links just the WASI interfaces
+    /// they import.
+    pub fn for_components<'a>(
+        cache_dir: Option<PathBuf>,
+        components: impl IntoIterator<Item = &'a Prepared>,
+    ) -> wasmtime::Result<Runtime> {
+        let imports: std::collections::BTreeSet<&str> = components
+            .into_iter()
+            .flat_map(|p| p.imports.iter().map(String::as_str))
+            .collect();
+        Runtime::linking(cache_dir, &|interface| imports.contains(interface))
+    }
+
+    fn linking(
+        cache_dir: Option<PathBuf>,
+        wasi_imported: &dyn Fn(&str) -> bool,
+    ) -> wasmtime::Result<Runtime> {
         let engine = shared_engine()?;
         let ticker = ticker(&engine)?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasi::add_to_linker(&mut linker, wasi_imported)?;
         wit::Guardrail::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
         let needs_cache = configure::NeedsCache::new(cache_dir.as_deref());
         let cache = cache::ComponentCache::new(&engine, cache_dir);
@@ -461,6 +484,7 @@ pub fn prepare(source: &Source, pin: Option<&str>) -> Result<Prepared, LoadError
         sha256,
         uses_state: interfaces.uses_state,
         configurable: interfaces.configurable,
+        imports: interfaces.imports,
     })
 }
 
@@ -471,6 +495,8 @@ struct Interfaces {
     uses_state: bool,
     /// It exports `configure` (any 0.1 version).
     configurable: bool,
+    /// Every interface it imports, without its version.
+    imports: Vec<String>,
 }
 
 /// Reads a component's imports and exports. Only the outer component's own count;
@@ -490,6 +516,8 @@ fn scan_interfaces(bytes: &[u8]) -> Result<Interfaces, wasmparser::BinaryReaderE
                     if SESSION_INTERFACES.iter().any(|i| name.starts_with(i)) {
                         found.uses_state = true;
                     }
+                    let unversioned = name.split_once('@').map_or(name, |(i, _)| i);
+                    found.imports.push(unversioned.to_owned());
                 }
             }
             Payload::ComponentExportSection(exports) if depth == 0 => {
