@@ -502,15 +502,33 @@ struct Interfaces {
 /// Reads a component's imports and exports. Only the outer component's own count;
 /// nested modules and components are skipped.
 fn scan_interfaces(bytes: &[u8]) -> Result<Interfaces, wasmparser::BinaryReaderError> {
-    use wasmparser::{Parser, Payload};
+    use wasmparser::{Chunk, Parser, Payload};
     let mut found = Interfaces::default();
-    let mut depth = 0usize;
-    for payload in Parser::new(0).parse_all(bytes) {
-        match payload? {
-            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
-            Payload::End(_) if depth == 0 => break,
-            Payload::End(_) => depth -= 1,
-            Payload::ComponentImportSection(imports) if depth == 0 => {
+    let mut parser = Parser::new(0);
+    let mut rest = bytes;
+    loop {
+        let payload = match parser.parse(rest, true)? {
+            Chunk::Parsed { consumed, payload } => {
+                rest = &rest[consumed..];
+                payload
+            }
+            // Not possible with `eof = true`: the whole component is at hand.
+            Chunk::NeedMoreData(_) => break,
+        };
+        match payload {
+            // Nested modules and components are skipped unread: their imports
+            // are satisfied inside the component, and reading them is most of
+            // the component's bytes.
+            Payload::ModuleSection {
+                unchecked_range, ..
+            }
+            | Payload::ComponentSection {
+                unchecked_range, ..
+            } => {
+                rest = rest.get(unchecked_range.len()..).unwrap_or_default();
+            }
+            Payload::End(_) => break,
+            Payload::ComponentImportSection(imports) => {
                 for import in imports {
                     let name = import?.name.name;
                     if SESSION_INTERFACES.iter().any(|i| name.starts_with(i)) {
@@ -520,7 +538,7 @@ fn scan_interfaces(bytes: &[u8]) -> Result<Interfaces, wasmparser::BinaryReaderE
                     found.imports.push(unversioned.to_owned());
                 }
             }
-            Payload::ComponentExportSection(exports) if depth == 0 => {
+            Payload::ComponentExportSection(exports) => {
                 for export in exports {
                     if export?.name.name.starts_with(configure::EXPORT_PREFIX) {
                         found.configurable = true;
