@@ -506,15 +506,9 @@ fn scan_interfaces(bytes: &[u8]) -> Result<Interfaces, wasmparser::BinaryReaderE
     let mut found = Interfaces::default();
     let mut parser = Parser::new(0);
     let mut rest = bytes;
-    loop {
-        let payload = match parser.parse(rest, true)? {
-            Chunk::Parsed { consumed, payload } => {
-                rest = &rest[consumed..];
-                payload
-            }
-            // Not possible with `eof = true`: the whole component is at hand.
-            Chunk::NeedMoreData(_) => break,
-        };
+    // `NeedMoreData` is not possible with `eof = true`: the whole component is at hand.
+    while let Chunk::Parsed { consumed, payload } = parser.parse(rest, true)? {
+        rest = &rest[consumed..];
         match payload {
             // Nested modules and components are skipped unread: their imports
             // are satisfied inside the component, and reading them is most of
