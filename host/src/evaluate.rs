@@ -256,11 +256,10 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     if committed {
         write_trail(input, dirs, now, overrides, audit::Detected::Reinvocation);
     }
-    // The hook process ends as soon as it has answered: tearing down the engine
-    // and the compiled components (unmapping their code, one TLB shootdown per
-    // mapping) would only delay the answer, and the kernel reclaims them at exit.
-    std::mem::forget(loaded);
-    std::mem::forget(runtime);
+    if runtime::leaves_teardown_to_exit() {
+        std::mem::forget(loaded);
+        std::mem::forget(runtime);
+    }
     decision
 }
 

@@ -111,8 +111,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// Judges the event on stdin and prints the answer.
+/// Judges the event on stdin and prints the answer, then exits.
 fn hook() -> ExitCode {
+    sandrail::runtime::leave_teardown_to_exit();
     let outcome = hook::run(std::io::stdin().lock());
     if let Some(answer) = outcome.answer {
         let mut stdout = std::io::stdout().lock();

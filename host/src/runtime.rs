@@ -161,6 +161,22 @@ pub struct Runtime {
     executor: tokio::runtime::Runtime,
 }
 
+static LEAVE_TEARDOWN_TO_EXIT: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// For a process that exits as soon as it has answered (`sandrail hook`): the
+/// instances' memories, tables and stacks, the compiled code and the engine are
+/// left to the exit instead of being torn down. Unmapping each would cost a TLB
+/// shootdown on the path of the answer; the kernel reclaims them at once when the
+/// process ends. A long-lived process must not call this.
+pub fn leave_teardown_to_exit() {
+    LEAVE_TEARDOWN_TO_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn leaves_teardown_to_exit() -> bool {
+    LEAVE_TEARDOWN_TO_EXIT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// One fresh sandbox: a store and what its guest prints, with the deadline clock
 /// running while it lives.
 struct Sandbox {
@@ -417,8 +433,11 @@ impl Runtime {
 impl Sandbox {
     /// Ends the sandbox: what the guest printed goes to stderr, prefixed, and
     /// the keyspace is handed back.
-    fn close(self) -> Keyspace {
-        let (keyspace, mut output) = self.store.into_data().into_parts();
+    fn close(mut self) -> Keyspace {
+        let (keyspace, mut output) = self.store.data_mut().take_parts();
+        if leaves_teardown_to_exit() {
+            std::mem::forget(self.store);
+        }
         let mut dropped = 0;
         for (label, capture) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             let (bytes, past_capture) = capture.contents();

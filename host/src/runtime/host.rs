@@ -58,9 +58,12 @@ impl HostState {
         self.memory_exceeded
     }
 
-    /// What the run leaves behind: the keyspace and what is left to print.
-    pub fn into_parts(self) -> (Keyspace, Output) {
-        (self.keyspace, self.output)
+    /// What the run leaves behind: the keyspace and what is left to print,
+    /// taken out so the store itself need not be torn down (see `Sandbox::close`).
+    pub fn take_parts(&mut self) -> (Keyspace, Output) {
+        let keyspace = std::mem::replace(&mut self.keyspace, Keyspace::new("", Vec::new(), 0));
+        let output = std::mem::replace(&mut self.output, Output::new(""));
+        (keyspace, output)
     }
 }
 
