@@ -332,12 +332,7 @@ impl<'a, 's> Lexer<'a, 's> {
         let mut fed_by = std::mem::take(&mut self.substituted);
         if piped {
             fed_by.extend(self.pipeline.iter().cloned());
-            if !argv.is_empty() {
-                if self.pipeline.len() == MAX_FEEDERS {
-                    self.pipeline.remove(0);
-                }
-                self.pipeline.push(Feeder::new(argv.clone()));
-            }
+            push_stage(&mut self.pipeline, &argv);
         } else {
             fed_by.extend(std::mem::take(&mut self.pipeline));
         }
@@ -690,9 +685,7 @@ impl<'a, 's> Lexer<'a, 's> {
         let substituted = &mut self.substituted;
         let sink = &mut *self.sink;
         let mut capture = |command: Command| {
-            if substituted.len() < MAX_FEEDERS && !command.argv.is_empty() {
-                substituted.push(Feeder::new(command.argv.clone()));
-            }
+            remember_feeder(substituted, &command);
             sink(command)
         };
         let mut inner = Lexer::new(self.chars, self.depth + 1, mode, &mut capture);
@@ -723,9 +716,7 @@ impl<'a, 's> Lexer<'a, 's> {
             let substituted = &mut self.substituted;
             let sink = &mut *self.sink;
             let mut capture = |command: Command| {
-                if substituted.len() < MAX_FEEDERS && !command.argv.is_empty() {
-                    substituted.push(Feeder::new(command.argv.clone()));
-                }
+                remember_feeder(substituted, &command);
                 sink(command)
             };
             let mut lexer = Lexer::new(&chars, self.depth + 1, Mode::Commands, &mut capture);
@@ -852,6 +843,26 @@ pub(crate) fn unwrap(mut argv: Vec<String>) -> (Vec<String>, bool) {
     }
     argv.drain(..start);
     (argv, through_xargs)
+}
+
+/// Notes a pipeline stage that feeds the next ones, keeping the nearest
+/// [`MAX_FEEDERS`].
+pub(crate) fn push_stage(pipeline: &mut Vec<Feeder>, argv: &[String]) {
+    if argv.is_empty() {
+        return;
+    }
+    if pipeline.len() == MAX_FEEDERS {
+        pipeline.remove(0);
+    }
+    pipeline.push(Feeder::new(argv.to_vec()));
+}
+
+/// Notes a command whose output a substitution feeds into the words around it
+/// (up to [`MAX_FEEDERS`]).
+pub(crate) fn remember_feeder(feeders: &mut Vec<Feeder>, command: &Command) {
+    if feeders.len() < MAX_FEEDERS && !command.argv.is_empty() {
+        feeders.push(Feeder::new(command.argv.clone()));
+    }
 }
 
 /// What a feeding command runs, its wrappers removed (`sudo curl …` is curl).

@@ -16,19 +16,7 @@ use super::{Command, Feeder, MAX_DEPTH, Redirect, RedirectKind, Script, embedded
 /// deeper than [`MAX_DEPTH`].
 pub fn visit(text: &str, depth: usize, out: &mut dyn FnMut(Command)) -> bool {
     let chars: Vec<char> = text.chars().collect();
-    let mut lexer = Lexer {
-        chars: &chars,
-        depth,
-        out,
-        words: Vec::new(),
-        redirects: Vec::new(),
-        pipeline: Vec::new(),
-        substituted: Vec::new(),
-        word: String::new(),
-        in_word: false,
-        redirect_next: None,
-        too_deep: false,
-    };
+    let mut lexer = Lexer::new(&chars, depth, out);
     lexer.run(0, None);
     lexer.end_command(false);
     lexer.too_deep
@@ -48,7 +36,23 @@ struct Lexer<'a, 'o> {
     too_deep: bool,
 }
 
-impl Lexer<'_, '_> {
+impl<'a, 'o> Lexer<'a, 'o> {
+    fn new(chars: &'a [char], depth: usize, out: &'o mut dyn FnMut(Command)) -> Self {
+        Lexer {
+            chars,
+            depth,
+            out,
+            words: Vec::new(),
+            redirects: Vec::new(),
+            pipeline: Vec::new(),
+            substituted: Vec::new(),
+            word: String::new(),
+            in_word: false,
+            redirect_next: None,
+            too_deep: false,
+        }
+    }
+
     fn at(&self, i: usize) -> Option<char> {
         self.chars.get(i).copied()
     }
@@ -73,9 +77,7 @@ impl Lexer<'_, '_> {
         fed_by.extend(self.pipeline.iter().cloned());
         let command = translate(words, redirects, fed_by);
         if piped {
-            if self.pipeline.len() < 16 && !command.argv.is_empty() {
-                self.pipeline.push(Feeder::new(command.argv.clone()));
-            }
+            super::push_stage(&mut self.pipeline, &command.argv);
         } else {
             self.pipeline.clear();
         }
@@ -246,24 +248,10 @@ impl Lexer<'_, '_> {
         let substituted = &mut self.substituted;
         let out = &mut *self.out;
         let mut capture = |command: Command| {
-            if substituted.len() < 16 && !command.argv.is_empty() {
-                substituted.push(Feeder::new(command.argv.clone()));
-            }
+            super::remember_feeder(substituted, &command);
             out(command)
         };
-        let mut inner = Lexer {
-            chars: self.chars,
-            depth: self.depth + 1,
-            out: &mut capture,
-            words: Vec::new(),
-            redirects: Vec::new(),
-            pipeline: Vec::new(),
-            substituted: Vec::new(),
-            word: String::new(),
-            in_word: false,
-            redirect_next: None,
-            too_deep: false,
-        };
+        let mut inner = Lexer::new(self.chars, self.depth + 1, &mut capture);
         let end = inner.run(start, Some(close));
         inner.end_command(false);
         self.too_deep |= inner.too_deep;
