@@ -369,6 +369,49 @@ fn session_counters_count_what_ran_and_only_while_declared() {
 }
 
 #[test]
+fn every_session_counter_advances_on_its_own_kind_of_call() {
+    let project = Project::new();
+    project.config(
+        "[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\nfacts = [\"session\"]\n",
+    );
+    let call = |tool: &str, input: Value| {
+        let mut p: Value = serde_json::from_slice(&tool_call(tool, input)).expect("json");
+        p["session_id"] = json!("sess-kinds");
+        serde_json::to_vec(&p).expect("json")
+    };
+    for payload in [
+        call(
+            "Agent",
+            json!({"description": "d", "prompt": "p", "subagent_type": "Explore"}),
+        ),
+        call(
+            "Write",
+            json!({"file_path": "/home/dev/project/.env", "content": "K=v"}),
+        ),
+        call("mcp__wallet__pay", json!({"amount": 3, "currency": "usd"})),
+        call(
+            "WebFetch",
+            json!({"url": "https://x.example", "prompt": "p"}),
+        ),
+        call("Read", json!({"file_path": "/home/dev/project/.env"})),
+    ] {
+        project.hook(&payload);
+    }
+    let (f, _) = facts(
+        &project,
+        &call("Read", json!({"file_path": "a"})),
+        Some("sess-kinds"),
+    );
+    let expected = json!({
+        "tool_calls": 5, "files_read": 1, "files_written": 1, "secrets_read": 1,
+        "secrets_written": 1, "commands_run": 0, "destructive_attempts": 0,
+        "egress_calls": 1, "subagents_spawned": 1, "case_files_read": 0,
+        "payments_attempted": 1,
+    });
+    assert_eq!(at(&f, "session"), Some(&expected), "{f:#}");
+}
+
+#[test]
 fn a_case_is_resolved_by_path_and_the_fallback_is_not_a_touch() {
     let project = Project::new();
     let case = project.dir().join("cases/c-17");
@@ -394,6 +437,14 @@ fn a_case_is_resolved_by_path_and_the_fallback_is_not_a_touch() {
     let (f, _) = facts(&project, &read, Some("sess-case"));
     assert_eq!(at(&f, "case.present"), Some(&json!(true)), "{f:#}");
     assert_eq!(at(&f, "case.id"), Some(&json!("c-17")));
+    assert_eq!(
+        at(&f, "case.root"),
+        Some(&json!(case.display().to_string()))
+    );
+    assert_eq!(
+        at(&f, "case.case_root"),
+        Some(&json!(project.dir().join("cases").display().to_string()))
+    );
     assert_eq!(at(&f, "case.touched_by_this_call"), Some(&json!(true)));
     assert_eq!(at(&f, "case.evidence"), Some(&json!(true)));
     assert_eq!(at(&f, "case.evidence_count"), Some(&json!(2)));
