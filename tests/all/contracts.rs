@@ -26,6 +26,19 @@ when = "tool.name == 'Bash'"
 require = "!tool.is_destructive"
 message = "{rule}: {tool.name} would destroy work ({tool.destructive_reason}); approved: {platform.approved}""#;
 
+/// `sandrail check-config`, which must fail (exit 1).
+fn failed_check(project: &Project) -> Run {
+    let check = project.run(&["check-config"]);
+    assert_eq!(
+        check.code(),
+        Some(1),
+        "{}{}",
+        check.stdout(),
+        check.stderr()
+    );
+    check
+}
+
 fn stop(session: &str) -> Vec<u8> {
     payload(
         "Stop",
@@ -112,14 +125,7 @@ fn check_config_reports_a_rule_that_does_not_parse_by_name_and_position() {
         r#"name = "broken"
 require = "tool.name ==""#,
     ]));
-    let check = project.run(&["check-config"]);
-    assert_eq!(
-        check.code(),
-        Some(1),
-        "{}{}",
-        check.stdout(),
-        check.stderr()
-    );
+    let check = failed_check(&project);
     assert!(
         check
             .stdout()
@@ -168,14 +174,7 @@ severity = "high""#,
         r#"when = "true"
 require = "true""#,
     ]));
-    let check = project.run(&["check-config"]);
-    assert_eq!(
-        check.code(),
-        Some(1),
-        "{}{}",
-        check.stdout(),
-        check.stderr()
-    );
+    let check = failed_check(&project);
     let out = check.stdout();
     for line in [
         "error  contracts: rule typo: require: line 2, column 6: unknown variable `sesion`: the facts are tool, session, case, platform, env, mandate",
