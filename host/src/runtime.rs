@@ -6,10 +6,13 @@
 //! environment, no arguments and no network (clocks and random numbers remain).
 //! Its stdout and stderr are captured (bounded) and forwarded to the host's stderr.
 //!
-//! Each run has a wall-clock deadline enforced twice: epoch interruption stops
-//! guest code that computes past it, and the call runs as a future under a timeout,
-//! so a guest blocked in a host call (a WASI sleep) is abandoned at the same
-//! deadline. Memory is limited across all of a component's memories.
+//! Each run has a wall-clock deadline. The call runs as a future under a timeout,
+//! and guest code yields to it every [`YIELD_FUEL`] units of fuel, so a guest
+//! that computes past the deadline is stopped at its next yield and one blocked in
+//! a host call (a WASI sleep) is abandoned at the same deadline. Fuel rather than
+//! epoch interruption: an epoch needs a thread to advance it, and starting one
+//! costs every hook more than counting fuel costs a guardrail. Memory is limited
+//! across all of a component's memories.
 //!
 //! A component may also export `configure` (contract 0.1.2): [`Runtime::configure`]
 //! runs its config check in the same sandbox, and [`Runtime::needs`] /
@@ -25,11 +28,11 @@ mod wasi;
 use std::borrow::Cow;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{Config, Engine, Store, Trap};
+use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::WasiCtxBuilder;
 
 use capture::Capture;
@@ -77,8 +80,9 @@ const SESSION_INTERFACES: [&str; 2] = ["sandrail:guardrail/state@", "sandrail:gu
 /// The largest component file loaded.
 pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
 
-/// How often the epoch ticks; deadlines are counted in these.
-const EPOCH_TICK: Duration = Duration::from_millis(1);
+/// How much fuel (about one unit per wasm instruction) guest code burns between
+/// yields to the deadline: well under a millisecond of work.
+const YIELD_FUEL: u64 = 200_000;
 /// How much of a guardrail's stdout, and of its stderr, is kept per event.
 pub const CAPTURE_BYTES: usize = 64 * 1024;
 
@@ -154,7 +158,6 @@ pub struct RunOutcome {
 
 pub struct Runtime {
     engine: Engine,
-    ticker: &'static Ticker,
     linker: Linker<HostState>,
     cache: cache::ComponentCache,
     needs_cache: configure::NeedsCache,
@@ -177,13 +180,11 @@ pub fn leaves_teardown_to_exit() -> bool {
     LEAVE_TEARDOWN_TO_EXIT.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// One fresh sandbox: a store and what its guest prints, with the deadline clock
-/// running while it lives.
+/// One fresh sandbox: a store and what its guest prints.
 struct Sandbox {
     store: Store<HostState>,
     stdout: Capture,
     stderr: Capture,
-    _ticking: Ticking,
 }
 
 impl Runtime {
@@ -211,7 +212,6 @@ impl Runtime {
         wasi_imported: &dyn Fn(&str) -> bool,
     ) -> wasmtime::Result<Runtime> {
         let engine = shared_engine()?;
-        let ticker = ticker(&engine)?;
         let mut linker = Linker::new(&engine);
         wasi::add_to_linker(&mut linker, wasi_imported)?;
         wit::Guardrail::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
@@ -223,7 +223,6 @@ impl Runtime {
             .map_err(|e| wasmtime::format_err!("cannot start the executor: {e}"))?;
         Ok(Runtime {
             engine,
-            ticker,
             linker,
             cache,
             needs_cache,
@@ -375,7 +374,8 @@ impl Runtime {
     }
 
     /// A fresh sandbox for one call: WASI that grants nothing but clocks and
-    /// randomness, captured output, the memory limiter and the epoch deadline.
+    /// randomness, captured output, the memory limiter, and fuel that makes the
+    /// guest yield to the deadline.
     fn sandbox(
         &self,
         name: &str,
@@ -394,16 +394,16 @@ impl Runtime {
             .build();
         let state = HostState::new(name, keyspace, data.to_vec(), wasi, limits.memory_bytes);
         let mut store = Store::new(&self.engine, state);
-        // The epoch advances only while some guardrail runs.
-        let ticking = self.ticker.hold();
         store.limiter(|s| s);
-        store.set_epoch_deadline(ticks(limits.timeout));
-        store.epoch_deadline_trap();
+        // Fuel is not a budget here, only the clock's chance to stop the guest.
+        store
+            .set_fuel(u64::MAX)
+            .and_then(|()| store.fuel_async_yield_interval(Some(YIELD_FUEL)))
+            .expect("the engine consumes fuel");
         Sandbox {
             store,
             stdout,
             stderr,
-            _ticking: ticking,
         }
     }
 
@@ -591,16 +591,14 @@ enum CallFailed {
 }
 
 impl CallFailed {
-    /// Names the cause: the deadline and the memory limit are recognised by the
-    /// trap's type and the limiter's record, never by message text.
+    /// Names the cause: the memory limit is recognised by the limiter's record,
+    /// never by message text (the deadline never gets here: its timeout drops the
+    /// call).
     fn classify(self, store: &Store<HostState>, limits: Limits) -> RunError {
         let (error, instantiating) = match self {
             CallFailed::Instantiate(e) => (e, true),
             CallFailed::Call(e) => (e, false),
         };
-        if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-            return RunError::Timeout(limits.timeout);
-        }
         if store.data().memory_exceeded() {
             return RunError::MemoryLimit(limits.memory_bytes);
         }
@@ -612,81 +610,13 @@ impl CallFailed {
     }
 }
 
-fn ticks(timeout: Duration) -> u64 {
-    (timeout.as_micros() / EPOCH_TICK.as_micros()).max(1) as u64
-}
-
 /// The process's one engine, created on first use.
 fn shared_engine() -> wasmtime::Result<Engine> {
     static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
     let engine = ENGINE.get_or_init(|| {
         let mut config = Config::new();
-        config.epoch_interruption(true);
+        config.consume_fuel(true);
         Engine::new(&config).map_err(|e| format!("{e:#}"))
     });
     engine.clone().map_err(wasmtime::Error::msg)
-}
-
-/// Advances the engine's epoch every [`EPOCH_TICK`] while at least one guardrail
-/// runs, and sleeps otherwise: a process waiting for the state, or done with its
-/// guardrails, costs no wakeups.
-struct Ticker {
-    running: Mutex<usize>,
-    wake: Condvar,
-}
-
-/// One guardrail run's claim on the ticker.
-struct Ticking(&'static Ticker);
-
-impl Ticker {
-    fn hold(&'static self) -> Ticking {
-        *self.running.lock().unwrap_or_else(PoisonError::into_inner) += 1;
-        self.wake.notify_one();
-        Ticking(self)
-    }
-
-    fn tick_while_running(&self, engine: &Engine) {
-        loop {
-            {
-                let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-                while *running == 0 {
-                    running = self
-                        .wake
-                        .wait(running)
-                        .unwrap_or_else(PoisonError::into_inner);
-                }
-            }
-            std::thread::sleep(EPOCH_TICK);
-            engine.increment_epoch();
-        }
-    }
-}
-
-impl Drop for Ticking {
-    fn drop(&mut self) {
-        let mut running = self
-            .0
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        *running = running.saturating_sub(1);
-    }
-}
-
-/// The process's ticker, started with its first runtime: no guest runs without it.
-fn ticker(engine: &Engine) -> wasmtime::Result<&'static Ticker> {
-    static TICKER: OnceLock<Result<&'static Ticker, String>> = OnceLock::new();
-    let ticker = TICKER.get_or_init(|| {
-        let ticker: &'static Ticker = Box::leak(Box::new(Ticker {
-            running: Mutex::new(0),
-            wake: Condvar::new(),
-        }));
-        let engine = engine.clone();
-        std::thread::Builder::new()
-            .name("sandrail-epoch".into())
-            .spawn(move || ticker.tick_while_running(&engine))
-            .map(|_| ticker)
-            .map_err(|e| format!("cannot start the deadline timer: {e}"))
-    });
-    ticker.clone().map_err(wasmtime::Error::msg)
 }
