@@ -72,6 +72,40 @@ struct RawConfig {
     /// Additions to the fact layer's pattern lists.
     #[serde(default)]
     facts: crate::facts::patterns::RawPatterns,
+    #[serde(default)]
+    protect: RawProtect,
+}
+
+/// `[protect]`: the host's self-protection.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProtect {
+    #[serde(default = "yes")]
+    enabled: bool,
+    /// More paths the agent may not change (relative to the config; `~` is home).
+    #[serde(default)]
+    paths: Vec<String>,
+}
+
+impl Default for RawProtect {
+    fn default() -> Self {
+        RawProtect {
+            enabled: true,
+            paths: Vec::new(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What self-protection guards beyond its built-in list ([`crate::protect`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Protect {
+    pub enabled: bool,
+    /// Extra protected paths, absolute.
+    pub paths: Vec<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -164,6 +198,7 @@ pub struct Config {
     pub patterns: crate::facts::Patterns,
     /// The mandate `[settings] mandate` names.
     pub mandate: Option<crate::mandate::Mandate>,
+    pub protect: Protect,
 }
 
 /// Where a guardrail's component comes from.
@@ -381,7 +416,17 @@ impl Config {
             ),
             None => None,
         };
+        let protect = Protect {
+            enabled: raw.protect.enabled,
+            paths: raw
+                .protect
+                .paths
+                .iter()
+                .map(|p| relative_to_config(base, &expand_home(p)))
+                .collect(),
+        };
         Ok(Config {
+            protect,
             origin,
             lock_timeout,
             on_error: raw.settings.on_error.unwrap_or_default(),
@@ -545,6 +590,14 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
 }
 
 /// A path as written in the config: relative ones start at the config's directory.
+/// `~/…` with the home directory in front; anything else as written.
+fn expand_home(written: &str) -> String {
+    match (written.strip_prefix("~/"), crate::locations::home()) {
+        (Some(rest), Some(home)) => home.join(rest).to_string_lossy().into_owned(),
+        _ => written.to_owned(),
+    }
+}
+
 fn relative_to_config(base: Option<&Path>, written: &str) -> PathBuf {
     let path = PathBuf::from(written);
     match base {

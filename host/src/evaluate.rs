@@ -57,7 +57,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         let off = crate::store::lifecycle::switched_off(state, &input.session_id);
         matching.retain(|g| !off.contains(&g.name));
     }
-    let prepared: Vec<(&Guardrail, Prepared)> = matching
+    let mut prepared: Vec<(&Guardrail, Prepared)> = matching
         .into_iter()
         .filter_map(|g| match runtime::prepare(&g.source, g.sha256.as_deref()) {
             Ok(prepared) => Some((g, prepared)),
@@ -73,13 +73,26 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     let keeps_session = kept.contains(&Costly::Session);
     let keeps_case = kept.contains(&Costly::Case);
     let counting = (keeps_session || keeps_case) && input.kind == EventKind::PreToolUse;
-    if prepared.is_empty() && !counting {
+    let guarding = config.protect.enabled && input.kind == EventKind::PreToolUse;
+    if prepared.is_empty() && !counting && !guarding {
         return decision;
     }
 
     // The turn and the facts need no state: worked out before the session is held,
     // so that holding it costs only the guardrails' calls and the commit.
     let mut facts = crate::facts::derive(input, &config.patterns, config.mandate.as_ref());
+    // Self-protection comes before every guardrail: what it refuses, none sees
+    // (the session still counts the attempt).
+    if guarding && let Some(reason) = self_protection(input, config, dirs, &facts) {
+        decision.ask = false;
+        decision
+            .refusals
+            .push(guest_text::attributed(HOST_AUTHOR, &reason));
+        prepared.clear();
+    }
+    if prepared.is_empty() && !counting {
+        return decision;
+    }
     let mut base_event = base_event(input, &facts);
 
     let stateful: Vec<&str> = prepared
@@ -415,6 +428,27 @@ fn report_lost_state(decision: &mut Decision, config: &Config, why: &str) {
 }
 
 /// Under `on_error = "deny"`, refuses the event because sandrail itself failed.
+/// Why the call must not run because it would change what sandrail depends on.
+fn self_protection(
+    input: &HookInput,
+    config: &Config,
+    dirs: &Dirs,
+    facts: &crate::facts::Facts,
+) -> Option<String> {
+    let changes = &facts.changes;
+    if changes.paths.is_empty() && changes.sandrail_command.is_none() {
+        return None;
+    }
+    let cwd = input.cwd.as_deref().map(Path::new);
+    let places = crate::protect::Places {
+        cwd,
+        project: dirs.project.as_deref(),
+        state: dirs.state.as_deref(),
+        cache: dirs.cache.as_deref(),
+    };
+    crate::protect::Protected::new(config, &places).refusal(changes, cwd)
+}
+
 fn host_failure(decision: &mut Decision, config: &Config, why: &str) {
     if config.on_error == OnError::Deny {
         // Not a question for the user: a refusal.

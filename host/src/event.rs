@@ -13,9 +13,13 @@ pub enum EventKind {
     SubagentStop,
     PreCompact,
     SessionEnd,
+    /// Claude Code's settings changed during the session: judged by the host's
+    /// self-protection alone, never by a guardrail (the contract has no such event).
+    ConfigChange,
 }
 
 impl EventKind {
+    /// The events a guardrail may subscribe to.
     pub const ALL: [EventKind; 8] = [
         EventKind::SessionStart,
         EventKind::UserPromptSubmit,
@@ -37,7 +41,14 @@ impl EventKind {
             EventKind::SubagentStop => "SubagentStop",
             EventKind::PreCompact => "PreCompact",
             EventKind::SessionEnd => "SessionEnd",
+            EventKind::ConfigChange => "ConfigChange",
         }
+    }
+
+    /// An event name as a payload carries it: a guardrail's events, or one the
+    /// host judges alone.
+    pub fn from_payload_name(name: &str) -> Option<EventKind> {
+        EventKind::from_name(name).or((name == "ConfigChange").then_some(EventKind::ConfigChange))
     }
 
     pub fn from_name(name: &str) -> Option<EventKind> {

@@ -28,6 +28,7 @@ use serde_json::{Map, Value, json};
 
 pub use destructive::is_critical;
 pub use patterns::Patterns;
+pub use tool::{ChangedPath, Changes, absolute};
 
 use crate::mandate::Mandate;
 use crate::protocol::HookInput;
@@ -128,6 +129,8 @@ impl SessionFacts {
 #[derive(Debug, Clone)]
 pub struct Facts {
     pub document: Map<String, Value>,
+    /// What the call would change, for self-protection (not part of the document).
+    pub changes: Changes,
 }
 
 impl Facts {
@@ -180,15 +183,17 @@ impl Facts {
 /// Derives the facts that need no state: `tool`, `env`, `platform`, `mandate`.
 pub fn derive(input: &HookInput, patterns: &Patterns, mandate: Option<&Mandate>) -> Facts {
     let mut document = Map::new();
-    if let Some(tool) = tool::derive(input, patterns) {
+    let mut changes = Changes::default();
+    if let Some((tool, changed)) = tool::derive(input, patterns) {
         document.insert("tool".into(), Value::Object(tool));
+        changes = changed;
     }
     document.insert("env".into(), env(input, mandate));
     document.insert("platform".into(), platform(input));
     if let Some(mandate) = mandate {
         document.insert("mandate".into(), Value::Object(mandate.limits.clone()));
     }
-    Facts { document }
+    Facts { document, changes }
 }
 
 /// Where and as whom the call runs, as the harness reported it.

@@ -15,6 +15,7 @@ use crate::config::{Config, OnError};
 use crate::evaluate::{self, Dirs};
 use crate::event::EventKind;
 use crate::locations;
+use crate::protect;
 use crate::protocol::{self, HookInput};
 use crate::store::{SessionStore, StoreError, lifecycle};
 
@@ -61,12 +62,39 @@ pub fn run(stdin: impl Read) -> Outcome {
     if let Some(state) = &dirs.state {
         keep_session(state, project.as_deref(), &input, &config);
     }
+    if input.kind == EventKind::ConfigChange {
+        return config_change(&input, &config, dirs.state.as_deref());
+    }
+    if input.kind == EventKind::SessionStart
+        && config.protect.enabled
+        && let Some(state) = &dirs.state
+    {
+        protect::remember_registrations(state, project.as_deref());
+    }
     let decision = evaluate::evaluate(&input, &config, &dirs);
     if !decision.refusals.is_empty() && !protocol::can_refuse(input.kind) {
         eprintln!(
             "sandrail: {} cannot be refused; the refusal is shown to the user instead",
             input.kind
         );
+    }
+    Outcome {
+        answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
+        block: false,
+    }
+}
+
+/// A settings change (Claude Code's ConfigChange): refused when it would switch
+/// sandrail's hooks off, unless self-protection is off.
+fn config_change(input: &HookInput, config: &Config, state: Option<&Path>) -> Outcome {
+    let mut decision = protocol::Decision::default();
+    if config.protect.enabled
+        && let Some(reason) = protect::config_change_refusal(input, state)
+    {
+        decision.refusals.push(crate::guest_text::attributed(
+            evaluate::HOST_AUTHOR,
+            &reason,
+        ));
     }
     Outcome {
         answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),

@@ -34,6 +34,7 @@ pub mod guest_text;
 pub mod hook;
 pub mod locations;
 pub mod mandate;
+pub mod protect;
 pub mod protocol;
 pub mod runtime;
 pub mod shell;

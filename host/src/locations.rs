@@ -45,7 +45,8 @@ pub fn open_private_file(path: &Path) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
-fn home() -> Option<PathBuf> {
+/// The user's home directory, from `HOME`.
+pub fn home() -> Option<PathBuf> {
     from_env("HOME")
 }
 

@@ -140,8 +140,8 @@ impl HookInput {
         let fields = scalars(&top);
         let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);
         let name = text("hook_event_name").ok_or(PayloadError::MissingEventName)?;
-        let kind =
-            EventKind::from_name(&name).ok_or_else(|| PayloadError::UnknownEvent(name.clone()))?;
+        let kind = EventKind::from_payload_name(&name)
+            .ok_or_else(|| PayloadError::UnknownEvent(name.clone()))?;
         let session_id = match text("session_id").filter(|s| !s.is_empty()) {
             Some(id) => id,
             None => {
@@ -320,7 +320,10 @@ pub fn render(kind: EventKind, decision: &Decision) -> Option<Value> {
                 );
             }
         }
-        EventKind::Stop | EventKind::SubagentStop | EventKind::PreCompact => {
+        EventKind::Stop
+        | EventKind::SubagentStop
+        | EventKind::PreCompact
+        | EventKind::ConfigChange => {
             if let Some(reason) = reason {
                 out.insert("decision".into(), json!("block"));
                 out.insert("reason".into(), json!(reason));

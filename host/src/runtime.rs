@@ -69,6 +69,9 @@ impl From<crate::event::EventKind> for wit::EventKind {
             K::SubagentStop => wit::EventKind::SubagentStop,
             K::PreCompact => wit::EventKind::PreCompact,
             K::SessionEnd => wit::EventKind::SessionEnd,
+            // No guardrail can subscribe to it (config validation), and the hook
+            // answers it before evaluation.
+            K::ConfigChange => unreachable!("ConfigChange is judged by the host alone"),
         }
     }
 }

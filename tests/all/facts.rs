@@ -473,11 +473,21 @@ fn the_default_refuses_destructive_commands_and_passes_look_alikes() {
     let project = Project::new();
     let refused = project.hook(&bash(
         "sess-d",
-        "cd /tmp && sudo rm -r -f --no-preserve-root /",
+        "cd /tmp && sudo rm -r -f --no-preserve-root /usr",
     ));
     let reason = refused.deny_reason().expect("refused");
     assert!(
         reason.starts_with("[destructive-commands/recursive-delete]"),
+        "{reason}"
+    );
+    // `/` holds sandrail's own files: self-protection refuses it before any guardrail.
+    let refused = project.hook(&bash(
+        "sess-d",
+        "cd /tmp && sudo rm -r -f --no-preserve-root /",
+    ));
+    let reason = refused.deny_reason().expect("refused");
+    assert!(
+        reason.starts_with("[sandrail] sandrail protects"),
         "{reason}"
     );
     let refused = project.hook(&bash(

@@ -16,5 +16,6 @@ mod flags;
 mod hostile;
 mod isolation;
 mod limits;
+mod protect;
 mod sdk;
 mod sessions;

@@ -2,7 +2,8 @@
 //! host works out about it. A command tool's line goes through the shell analysis
 //! once: every command it runs (`commands`, argv after unwrapping), the files its
 //! redirections and programs read and write, whether it sends data off the
-//! machine and whether it is destructive.
+//! machine and whether it is destructive. It also hands the host every path the
+//! call would change, uncapped, for self-protection ([`Changes`]).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -98,9 +99,30 @@ const READER_OPTIONS_WITH_VALUE: &[&str] = &[
 const ENVIRONMENT_READERS: &[&str] = &["printenv", "env", "export", "set", "declare"];
 /// Programs that delete their operands: a change to those files.
 const DELETERS: &[&str] = &["rm", "unlink", "shred", "rmdir"];
+/// Programs that change their operands' mode or owner; the first operand is the
+/// mode or owner itself.
+const MODE_CHANGERS: &[&str] = &["chmod", "chown", "chgrp"];
+
+/// What a tool call would change, for the host's self-protection: every path, not
+/// only the first [`MAX_LISTED`] the document lists.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Changes {
+    /// Paths written, truncated, moved away, deleted or given a new mode, as the
+    /// call spells them (relative to its working directory).
+    pub paths: Vec<ChangedPath>,
+    /// The first `sandrail` command line that changes its state or config.
+    pub sandrail_command: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedPath {
+    pub path: String,
+    /// Deleted or moved away, so everything beneath it goes too.
+    pub removes: bool,
+}
 
 /// The `tool` namespace of a tool event; `None` for other events.
-pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<Map<String, Value>> {
+pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<(Map<String, Value>, Changes)> {
     let name = input.tool_name.as_deref()?;
     let mut tool = Map::new();
     let normalised = normalise(name);
@@ -133,7 +155,9 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<Map<String, Valu
         } else if is_powershell {
             effects = Effects::of_line(&command, true, patterns);
         } else if normalised == "apply_patch" {
-            effects.writes = patched_files(&command);
+            for file in patched_files(&command) {
+                effects.write(&file);
+            }
         }
     }
     let is_command = is_shell || is_powershell;
@@ -167,6 +191,9 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<Map<String, Valu
     let own_path = ["file_path", "notebook_path", "absolute_path", "path"]
         .iter()
         .find_map(|field| text(field));
+    if is_write_tool && let Some(own) = &own_path {
+        effects.write(own);
+    }
     let path = own_path
         .clone()
         .or_else(|| effects.writes.first().cloned())
@@ -245,7 +272,7 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<Map<String, Valu
     if is_payment {
         payment(input, &mut tool);
     }
-    Some(tool)
+    Some((tool, effects.changes))
 }
 
 /// Lowercased, with a `functions.` prefix and an `(Explore)` specifier stripped.
@@ -318,6 +345,7 @@ struct Effects {
     reads_environment: bool,
     egress: bool,
     destructive: Option<String>,
+    changes: Changes,
 }
 
 impl Effects {
@@ -338,6 +366,27 @@ impl Effects {
         effects
     }
 
+    /// A path the call writes (or truncates, or gives a new mode).
+    fn write(&mut self, path: &str) {
+        self.change(path, false);
+    }
+
+    /// A path the call deletes or moves away.
+    fn remove(&mut self, path: &str) {
+        self.change(path, true);
+    }
+
+    fn change(&mut self, path: &str, removes: bool) {
+        if path.is_empty() || is_device(path) {
+            return;
+        }
+        push(&mut self.writes, path);
+        self.changes.paths.push(ChangedPath {
+            path: path.to_owned(),
+            removes,
+        });
+    }
+
     fn take_in(&mut self, command: &Command, patterns: &Patterns, line: &mut destructive::Line) {
         if self.destructive.is_none() {
             self.destructive = destructive::judge(command, patterns, line).map(|r| r.into_owned());
@@ -351,9 +400,7 @@ impl Effects {
             }
             match redirect.kind {
                 RedirectKind::Read => push(&mut self.reads, &redirect.target),
-                RedirectKind::Write | RedirectKind::Append => {
-                    push(&mut self.writes, &redirect.target)
-                }
+                RedirectKind::Write | RedirectKind::Append => self.write(&redirect.target),
             }
         }
         let Some(first) = command.argv.first() else {
@@ -388,7 +435,7 @@ impl Effects {
             }
             "tee" => {
                 for file in operands() {
-                    push(&mut self.writes, file);
+                    self.write(file);
                 }
             }
             "sed" | "gsed" | "perl"
@@ -398,7 +445,7 @@ impl Effects {
             {
                 let explicit_script = args.iter().any(|a| a == "-e" || a == "-f");
                 for file in operands().skip(usize::from(!explicit_script)) {
-                    push(&mut self.writes, file);
+                    self.write(file);
                 }
             }
             "cp" | "mv" | "install" | "ln" | "rsync" => {
@@ -416,19 +463,19 @@ impl Effects {
                 };
                 for source in sources {
                     if program == "mv" {
-                        push(&mut self.writes, source);
+                        self.remove(source);
                     } else {
                         push(&mut self.reads, source);
                     }
                 }
                 if let Some(destination) = destination {
-                    push(&mut self.writes, destination);
+                    self.write(destination);
                 }
             }
             "dd" => {
                 for arg in args {
                     if let Some(file) = arg.strip_prefix("of=") {
-                        push(&mut self.writes, file);
+                        self.write(file);
                     } else if let Some(file) = arg.strip_prefix("if=") {
                         push(&mut self.reads, file);
                     }
@@ -437,18 +484,104 @@ impl Effects {
             "truncate" => {
                 let options = ["-s", "--size", "-r", "--reference"];
                 for file in operands_with(args, &options) {
-                    push(&mut self.writes, file);
+                    self.write(file);
                 }
             }
             "touch" | "mkdir" => {}
             p if DELETERS.contains(&p) => {
                 for file in operands() {
-                    push(&mut self.writes, file);
+                    self.remove(file);
                 }
+            }
+            p if MODE_CHANGERS.contains(&p) => {
+                let by_reference = args.iter().any(|a| a.starts_with("--reference"));
+                let targets: Vec<&str> = operands().skip(usize::from(!by_reference)).collect();
+                for file in targets {
+                    self.write(file);
+                }
+            }
+            "git" => self.take_in_git(args),
+            "sandrail" if self.changes.sandrail_command.is_none() => {
+                self.changes.sandrail_command = sandrail_change(args);
             }
             _ => {}
         }
     }
+
+    /// git's commands that overwrite or delete working-tree files by path:
+    /// `checkout`/`restore` (overwrite), `rm` and `clean` (delete; `clean` with no
+    /// path cleans the working directory).
+    fn take_in_git(&mut self, args: &[String]) {
+        let Some(at) = git_subcommand(args) else {
+            return;
+        };
+        let rest = &args[at + 1..];
+        let paths: Vec<&str> = match args[at].as_str() {
+            "checkout" => match rest.iter().position(|a| a == "--") {
+                Some(dashes) => rest[dashes + 1..].iter().map(String::as_str).collect(),
+                // `git checkout REF PATH…` restores the paths; a lone operand may
+                // be a branch or a path, and is taken as a path.
+                None => {
+                    let operands: Vec<&str> = operands(rest, &["-b", "-B"]).collect();
+                    let skip = usize::from(operands.len() > 1);
+                    operands.into_iter().skip(skip).collect()
+                }
+            },
+            "restore" => operands(rest, &["-s", "--source"]).collect(),
+            // `git rm --cached` leaves the working tree alone.
+            "rm" if rest.iter().any(|a| a == "--cached") => return,
+            "rm" | "clean" => {
+                let mut paths: Vec<&str> = operands(rest, &["-e", "--exclude"]).collect();
+                if args[at] == "clean" && paths.is_empty() {
+                    paths.push(".");
+                }
+                for path in paths {
+                    self.remove(path);
+                }
+                return;
+            }
+            _ => return,
+        };
+        for path in paths {
+            self.write(path);
+        }
+    }
+}
+
+/// Where git's subcommand is among its arguments, past its global options.
+fn git_subcommand(args: &[String]) -> Option<usize> {
+    let mut skip_next = false;
+    for (at, arg) in args.iter().enumerate() {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if matches!(
+            arg.as_str(),
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace"
+        ) {
+            skip_next = true;
+        } else if !arg.starts_with('-') {
+            return Some(at);
+        }
+    }
+    None
+}
+
+/// `sandrail`'s commands that change its state or config, named; `None` for the
+/// ones that only read (`state get`, `list`, `status`, `facts`, …).
+fn sandrail_change(args: &[String]) -> Option<String> {
+    let words: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let changes = match words.as_slice() {
+        ["state", "set" | "delete", ..] | ["guardrail", "on" | "off", ..] => 2,
+        ["import", ..] | ["pin", ..] => 1,
+        _ => return None,
+    };
+    Some(format!("sandrail {}", words[..changes].join(" ")))
 }
 
 fn push(list: &mut Vec<String>, path: &str) {
@@ -522,7 +655,7 @@ fn patched_files(patch: &str) -> Vec<String> {
 
 /// A path made absolute against the call's working directory (and `~` against the
 /// home directory), with `.` and `..` resolved lexically.
-fn absolute(path: &str, cwd: Option<&Path>) -> PathBuf {
+pub fn absolute(path: &str, cwd: Option<&Path>) -> PathBuf {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let expanded = match (path.strip_prefix('~'), &home) {
         (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
@@ -576,6 +709,38 @@ mod tests {
         assert_eq!(e.reads, ["src/", "notes.md"]);
         assert!(effects("printenv").reads_environment);
         assert!(!effects("env FOO=1 make").reads_environment);
+    }
+
+    #[test]
+    fn mode_changes_and_gits_path_commands_are_changes() {
+        let e = effects("chmod -R 600 a b; chown me:me c; git checkout -- d; git restore e");
+        assert_eq!(e.writes, ["a", "b", "c", "d", "e"]);
+        // A lone operand may be a branch or a file; either way the tree is written.
+        let e = effects("git checkout main; git checkout HEAD~1 f; git rm --cached g");
+        assert_eq!(e.writes, ["main", "f"]);
+        let e = effects("git -C . rm h && git clean -fd && mv i j");
+        let removed: Vec<(&str, bool)> = e
+            .changes
+            .paths
+            .iter()
+            .map(|c| (c.path.as_str(), c.removes))
+            .collect();
+        assert_eq!(
+            removed,
+            [("h", true), (".", true), ("i", true), ("j", false)]
+        );
+    }
+
+    #[test]
+    fn sandrails_changing_commands_are_named() {
+        let named = |line: &str| effects(line).changes.sandrail_command;
+        assert_eq!(
+            named("sudo sandrail --quiet state set g k v").as_deref(),
+            Some("sandrail state set")
+        );
+        assert_eq!(named("sandrail pin").as_deref(), Some("sandrail pin"));
+        assert_eq!(named("sandrail state get g k"), None);
+        assert_eq!(named("sandrail status --json"), None);
     }
 
     #[test]

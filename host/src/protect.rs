@@ -1,0 +1,398 @@
+//! Self-protection: the agent cannot switch its guardrails off.
+//!
+//! Before any guardrail runs, a tool call that would write, move, delete, truncate
+//! or change the mode of what sandrail depends on is refused: its config, lock and
+//! mandate files, its plugins and their data, its state and cache directories, the
+//! override trail, its own binary, and the harnesses' hook settings. The changed
+//! paths come from the facts layer's one shell analysis, so every spelling the
+//! facts see through (wrappers, redirections, `sed -i`, `git checkout --`, …)
+//! counts, and paths are compared after `.`, `..`, repeated slashes and symlinks
+//! are resolved, on both sides. Running sandrail's own state- and config-changing
+//! commands through the shell is refused the same way. Reading is allowed.
+//!
+//! Claude Code's ConfigChange event is judged here too: a settings change that
+//! sets `disableAllHooks` or drops a `sandrail hook` registration is refused.
+//!
+//! A person makes such changes outside the agent, or sets `[protect] enabled =
+//! false`; `[protect] paths` adds paths.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::config::{Config, Origin, Source};
+use crate::facts::Changes;
+use crate::protocol::HookInput;
+
+/// Files only a person edits, wherever they are: a sandrail config found closer to
+/// the working directory would replace the one in force.
+const PROTECTED_NAMES: &[&str] = &["sandrail.toml", "sandrail.lock"];
+
+/// The harnesses' hook settings, relative to the project and to the home directory.
+const PROJECT_HOOK_SETTINGS: &[&str] = &[
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".codex/hooks.json",
+    ".codex/config.toml",
+    ".cursor/hooks.json",
+    ".gemini/settings.json",
+    ".github/hooks",
+    ".github/copilot/settings.json",
+    ".github/copilot/settings.local.json",
+];
+const HOME_HOOK_SETTINGS: &[&str] = &[
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".codex/hooks.json",
+    ".codex/config.toml",
+    ".cursor/hooks.json",
+    ".gemini/settings.json",
+    ".copilot/hooks",
+    ".copilot/settings.json",
+];
+const SYSTEM_HOOK_SETTINGS: &[&str] = &[
+    "/etc/claude-code/managed-settings.json",
+    "/etc/cursor/hooks.json",
+    "/etc/gemini-cli/settings.json",
+];
+
+/// The Claude Code settings files whose sandrail registrations are remembered, so
+/// that a ConfigChange that drops one is recognised.
+const CLAUDE_SETTINGS: &[&str] = &[".claude/settings.json", ".claude/settings.local.json"];
+
+/// The largest settings file read.
+const MAX_SETTINGS_BYTES: u64 = 1 << 20;
+
+/// Where the registrations are remembered, under the state directory.
+const REGISTRATIONS_DIR: &str = "protect";
+
+/// What this process must not let the agent change.
+pub struct Protected {
+    entries: Vec<Entry>,
+}
+
+struct Entry {
+    /// Absolute, with `.` and `..` resolved.
+    path: PathBuf,
+    /// What it is, for the refusal.
+    what: String,
+}
+
+/// The places a call runs against.
+pub struct Places<'a> {
+    pub cwd: Option<&'a Path>,
+    pub project: Option<&'a Path>,
+    pub state: Option<&'a Path>,
+    pub cache: Option<&'a Path>,
+}
+
+impl Protected {
+    /// Everything the config in force depends on, plus the harnesses' settings.
+    pub fn new(config: &Config, places: &Places) -> Protected {
+        let mut entries = Vec::new();
+        let mut add = |path: PathBuf, what: String| entries.push(Entry { path, what });
+        if let Origin::File(path) = &config.origin {
+            add(path.clone(), "sandrail's config".into());
+        }
+        if let Some(mandate) = &config.mandate {
+            add(mandate.path.clone(), "sandrail's mandate file".into());
+        }
+        for guardrail in &config.guardrails {
+            if let Source::File(path) = &guardrail.source {
+                add(
+                    path.clone(),
+                    format!("the component of guardrail '{}'", guardrail.name),
+                );
+            }
+            for (_, path) in &guardrail.data {
+                add(
+                    path.clone(),
+                    format!("a data file of guardrail '{}'", guardrail.name),
+                );
+            }
+        }
+        if let Some(state) = places.state {
+            add(state.to_path_buf(), "sandrail's state directory".into());
+        }
+        if let Some(cache) = places.cache {
+            add(cache.to_path_buf(), "sandrail's compiled-code cache".into());
+        }
+        if let Ok(binary) = std::env::current_exe() {
+            add(binary, "the sandrail binary".into());
+        }
+        let project = places.project.or(places.cwd);
+        if let Some(project) = project {
+            let trail = crate::audit::trail(project);
+            add(
+                trail.parent().map_or(trail.clone(), Path::to_path_buf),
+                "sandrail's audit trail".into(),
+            );
+            for file in PROJECT_HOOK_SETTINGS {
+                add(project.join(file), "the harness's hook settings".into());
+            }
+        }
+        if let Some(home) = crate::locations::home() {
+            for file in HOME_HOOK_SETTINGS {
+                add(home.join(file), "the harness's hook settings".into());
+            }
+        }
+        for file in SYSTEM_HOOK_SETTINGS {
+            add(PathBuf::from(file), "the harness's hook settings".into());
+        }
+        for path in &config.protect.paths {
+            add(path.clone(), "a path sandrail's config protects".into());
+        }
+        for entry in &mut entries {
+            entry.path = crate::facts::absolute(&entry.path.to_string_lossy(), places.cwd);
+        }
+        Protected { entries }
+    }
+
+    /// Why the call must not run, if it changes something protected.
+    pub fn refusal(&self, changes: &Changes, cwd: Option<&Path>) -> Option<String> {
+        if let Some(command) = &changes.sandrail_command {
+            return Some(format!(
+                "sandrail refused `{command}`: changing sandrail's state or config is for the user, not the agent. Ask the user to run it themselves."
+            ));
+        }
+        if changes.paths.is_empty() {
+            return None;
+        }
+        // Symlinks in the protected paths are resolved only for a call that
+        // changes something: most calls change nothing.
+        let resolved: Vec<Option<PathBuf>> =
+            self.entries.iter().map(|e| resolve(&e.path)).collect();
+        for change in &changes.paths {
+            // PowerShell separates with `\` on every system.
+            let path = change.path.replace('\\', "/");
+            let spelled = crate::facts::absolute(&path, cwd);
+            let joined = match cwd {
+                Some(cwd) => cwd.join(&path),
+                None => PathBuf::from(&path),
+            };
+            let mut forms = vec![spelled.clone()];
+            forms.extend(resolve(&joined));
+            forms.extend(resolve(&spelled));
+            for form in &forms {
+                if let Some(name) = form.file_name().and_then(|n| n.to_str())
+                    && PROTECTED_NAMES.contains(&name)
+                {
+                    return Some(refused(
+                        &change.path,
+                        &format!("every sandrail config and lock file (here {name})"),
+                    ));
+                }
+                for (entry, entry_resolved) in self.entries.iter().zip(&resolved) {
+                    let targets = std::iter::once(&entry.path).chain(entry_resolved);
+                    for target in targets {
+                        let hit = form.starts_with(target)
+                            || (change.removes && target.starts_with(form));
+                        if hit {
+                            return Some(refused(
+                                &change.path,
+                                &format!("{} ({})", entry.what, entry.path.display()),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+fn refused(spelled: &str, what: &str) -> String {
+    format!(
+        "sandrail protects {what}: the agent may not change `{spelled}`. If the change is needed, ask the user to make it themselves."
+    )
+}
+
+/// `path` with every symlink resolved: its longest existing ancestor made
+/// canonical, the rest appended (with `..` taken lexically).
+fn resolve(path: &Path) -> Option<PathBuf> {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        match std::fs::canonicalize(existing) {
+            Ok(canonical) => {
+                let mut resolved = canonical;
+                for part in rest.iter().rev() {
+                    if *part == std::ffi::OsStr::new("..") {
+                        resolved.pop();
+                    } else {
+                        resolved.push(part);
+                    }
+                }
+                return Some(resolved);
+            }
+            Err(_) => {
+                rest.push(existing.file_name().unwrap_or(std::ffi::OsStr::new("..")));
+                existing = existing.parent()?;
+            }
+        }
+    }
+}
+
+/// ConfigChange: why the settings change must be refused, if it sets
+/// `disableAllHooks` or drops a `sandrail hook` registration the file had.
+/// The registrations are remembered per settings file in `state`, from the
+/// session's start and each change accepted.
+pub fn config_change_refusal(input: &HookInput, state: Option<&Path>) -> Option<String> {
+    let file = input
+        .fields
+        .get("file_path")
+        .and_then(Value::as_str)
+        .map(PathBuf::from);
+    let top = serde_json::from_str::<serde_json::Map<String, Value>>(&input.raw).ok();
+    let from_payload = |key: &str| top.as_ref()?.get(key).filter(|v| v.is_object()).cloned();
+    let new = from_payload("new_config").or_else(|| file.as_deref().and_then(read_settings));
+    let Some(new) = new else {
+        eprintln!(
+            "sandrail: ConfigChange names no settings sandrail can read; the change is not judged"
+        );
+        return None;
+    };
+    if new.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
+        return Some(
+            "sandrail refused this settings change: `disableAllHooks` would switch off sandrail's guardrails. Only the user may change that, outside the agent.".into(),
+        );
+    }
+    let previous = from_payload("previous_config")
+        .map(|v| registrations(&v))
+        .or_else(|| remembered(state?, file.as_deref()?));
+    let now = registrations(&new);
+    if let Some(previous) = previous {
+        let dropped: Vec<&String> = previous.difference(&now).collect();
+        if !dropped.is_empty() {
+            let list: Vec<&str> = dropped.iter().map(|s| s.as_str()).collect();
+            return Some(format!(
+                "sandrail refused this settings change: it removes or narrows sandrail's hook registration ({}). Only the user may change that, outside the agent.",
+                list.join(", ")
+            ));
+        }
+    }
+    if let (Some(state), Some(file)) = (state, file.as_deref()) {
+        remember(state, file, &now);
+    }
+    None
+}
+
+/// At a session's start: remembers the sandrail registrations of the project's and
+/// the user's Claude Code settings, so that a later ConfigChange can be compared.
+pub fn remember_registrations(state: &Path, project: Option<&Path>) {
+    let home = crate::locations::home();
+    let files = CLAUDE_SETTINGS
+        .iter()
+        .flat_map(|f| project.map(|p| p.join(f)))
+        .chain(home.map(|h| h.join(".claude/settings.json")));
+    for file in files {
+        if let Some(settings) = read_settings(&file) {
+            remember(state, &file, &registrations(&settings));
+        }
+    }
+}
+
+fn read_settings(path: &Path) -> Option<Value> {
+    let bytes = crate::files::read_regular(path, MAX_SETTINGS_BYTES).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Every `event|matcher` under which the settings run `sandrail hook`.
+fn registrations(settings: &Value) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let Some(hooks) = settings.get("hooks").and_then(Value::as_object) else {
+        return found;
+    };
+    for (event, groups) in hooks {
+        for group in groups.as_array().into_iter().flatten() {
+            let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or("*");
+            let runs_sandrail = group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|h| h.get("command").and_then(Value::as_str))
+                .any(runs_sandrail_hook);
+            if runs_sandrail {
+                found.insert(format!("{event}|{matcher}"));
+            }
+        }
+    }
+    found
+}
+
+/// Whether a hook command runs `sandrail hook` (by any path to the binary).
+fn runs_sandrail_hook(command: &str) -> bool {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    words.windows(2).any(|pair| {
+        let program = pair[0].rsplit('/').next().unwrap_or(pair[0]);
+        program.trim_matches(['"', '\'']) == "sandrail" && pair[1] == "hook"
+    })
+}
+
+fn record_path(state: &Path, settings: &Path) -> PathBuf {
+    let key = crate::sha256_hex(settings.to_string_lossy().as_bytes());
+    state.join(REGISTRATIONS_DIR).join(&key[..32])
+}
+
+fn remembered(state: &Path, settings: &Path) -> Option<BTreeSet<String>> {
+    let text = std::fs::read_to_string(record_path(state, settings)).ok()?;
+    Some(text.lines().map(str::to_owned).collect())
+}
+
+fn remember(state: &Path, settings: &Path, registrations: &BTreeSet<String>) {
+    let path = record_path(state, settings);
+    let text: String = registrations.iter().map(|r| format!("{r}\n")).collect();
+    if remembered(state, settings).as_ref() == Some(registrations) {
+        return;
+    }
+    let written = (|| {
+        let dir = state.join(REGISTRATIONS_DIR);
+        crate::locations::create_private_dir(&dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
+        std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+        tmp.persist(&path).map(drop).map_err(|e| e.error)
+    })();
+    if let Err(e) = written {
+        eprintln!(
+            "sandrail: cannot remember the hook registrations of {}: {e}",
+            settings.display()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandrail_hook_commands_are_recognised() {
+        assert!(runs_sandrail_hook("sandrail hook"));
+        assert!(runs_sandrail_hook("/home/me/.cargo/bin/sandrail hook"));
+        assert!(runs_sandrail_hook("\"$HOME/bin/sandrail\" hook"));
+        assert!(!runs_sandrail_hook("sandrail list"));
+        assert!(!runs_sandrail_hook("echo sandrail"));
+    }
+
+    #[test]
+    fn registrations_are_event_and_matcher() {
+        let settings = serde_json::json!({"hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash|Write", "hooks": [{"type": "command", "command": "sandrail hook"}]},
+                {"matcher": "Read", "hooks": [{"type": "command", "command": "other"}]}
+            ],
+            "Stop": [{"hooks": [{"type": "command", "command": "sandrail hook"}]}]
+        }});
+        let found: Vec<String> = registrations(&settings).into_iter().collect();
+        assert_eq!(found, ["PreToolUse|Bash|Write", "Stop|*"]);
+    }
+
+    #[test]
+    fn resolving_keeps_the_missing_tail() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let real = std::fs::canonicalize(dir.path()).expect("canonical");
+        let resolved = resolve(&dir.path().join("a/b/../c")).expect("resolves");
+        assert_eq!(resolved, real.join("a/c"));
+    }
+}

@@ -1,0 +1,361 @@
+//! Self-protection: the agent cannot change what sandrail depends on, by any tool
+//! or spelling, nor run sandrail's state- and config-changing commands; it can
+//! read them; ConfigChange cannot switch sandrail's hooks off.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// A PreToolUse of `tool` run in the project's own directory.
+fn call(project: &Project, tool: &str, input: Value) -> Vec<u8> {
+    payload(
+        "PreToolUse",
+        "sess-protect",
+        json!({"cwd": project.dir(), "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_01P"}),
+    )
+}
+
+fn shell(project: &Project, command: &str) -> Vec<u8> {
+    call(project, "Bash", json!({"command": command}))
+}
+
+/// The PreToolUse refusal, if any (an allowed call may have no answer at all).
+fn refusal(run: &Run) -> Option<String> {
+    if run.stdout().trim().is_empty() {
+        return None;
+    }
+    run.deny_reason()
+}
+
+/// The call is refused by sandrail itself, telling the agent to ask the user.
+#[track_caller]
+fn assert_protected(project: &Project, payload: &[u8]) {
+    let run = project.hook(payload);
+    let reason = refusal(&run).unwrap_or_else(|| {
+        panic!(
+            "not refused: {}\nstderr: {}",
+            String::from_utf8_lossy(payload),
+            run.stderr()
+        )
+    });
+    assert!(reason.starts_with("[sandrail] sandrail "), "{reason}");
+    assert!(
+        reason.contains("ask the user") || reason.contains("Ask the user"),
+        "{reason}"
+    );
+}
+
+#[track_caller]
+fn assert_allowed(project: &Project, payload: &[u8]) {
+    let run = project.hook(payload);
+    assert_eq!(
+        refusal(&run),
+        None,
+        "refused: {}",
+        String::from_utf8_lossy(payload)
+    );
+}
+
+fn settings_with_sandrail() -> Value {
+    json!({"hooks": {
+        "PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "sandrail hook"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "sandrail hook"}]}]
+    }})
+}
+
+fn put(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+    std::fs::write(path, text).expect("write");
+}
+
+#[test]
+fn the_file_tools_cannot_change_hook_settings_or_sandrails_files() {
+    let project = Project::new();
+    project.config("[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\n");
+    let home = project.root.path();
+    let targets = [
+        project.dir().join(".claude/settings.json"),
+        project.dir().join(".claude/settings.local.json"),
+        home.join(".claude/settings.json"),
+        home.join(".codex/hooks.json"),
+        home.join(".gemini/settings.json"),
+        project.dir().join(".cursor/hooks.json"),
+        project.dir().join(".github/hooks/guard.json"),
+        project.dir().join("sandrail.toml"),
+        project.dir().join("sandrail.lock"),
+        // A config further down would replace the one in force.
+        project.dir().join("src/sandrail.toml"),
+        project.state_dir().join("sessions/x.redb"),
+        project.cache_dir().join("planted.cwasm"),
+        project.dir().join(".sandrail/audit/overrides.jsonl"),
+    ];
+    for target in &targets {
+        let path = target.display().to_string();
+        assert_protected(
+            &project,
+            &call(
+                &project,
+                "Write",
+                json!({"file_path": path, "content": "{}"}),
+            ),
+        );
+        assert_protected(
+            &project,
+            &call(
+                &project,
+                "Edit",
+                json!({"file_path": path, "old_string": "a", "new_string": "b"}),
+            ),
+        );
+    }
+    assert_protected(
+        &project,
+        &call(
+            &project,
+            "MultiEdit",
+            json!({"file_path": ".claude/settings.json", "edits": []}),
+        ),
+    );
+    assert_protected(
+        &project,
+        &call(
+            &project,
+            "NotebookEdit",
+            json!({"notebook_path": "sandrail.toml", "new_source": "x"}),
+        ),
+    );
+    // An ordinary file is written as before.
+    assert_allowed(
+        &project,
+        &call(
+            &project,
+            "Write",
+            json!({"file_path": "src/lib.rs", "content": "fn f() {}"}),
+        ),
+    );
+}
+
+#[test]
+fn every_shell_spelling_of_a_change_is_refused() {
+    let project = Project::new();
+    put(
+        &project.dir().join(".claude/settings.json"),
+        &settings_with_sandrail().to_string(),
+    );
+    let state = project.state_dir().display().to_string();
+    let lines = [
+        "echo '{}' > .claude/settings.json",
+        "echo x >> sandrail.toml",
+        "printf '{}' | tee .claude/settings.local.json",
+        "rm .claude/settings.json",
+        "rm -rf .claude",
+        "mv .claude/settings.json /tmp/away.json",
+        "cp /tmp/other.json .claude/settings.json",
+        "sed -i 's/sandrail hook/true/' .claude/settings.json",
+        "truncate -s 0 .claude/settings.json",
+        "chmod 000 .claude/settings.json",
+        "ln -sf /dev/null .claude/settings.json",
+        "git checkout -- .claude/settings.json",
+        "git restore .claude/settings.json",
+        "git rm .claude/settings.json",
+        "git clean -fdx .claude",
+        // Spellings that resolve to the same file.
+        "echo '{}' > ./.claude/settings.json",
+        "echo '{}' > .//.claude//settings.json",
+        "echo '{}' > src/../.claude/settings.json",
+        "echo '{}' > ~/.claude/settings.json",
+        // Through the wrappers the facts see through.
+        "bash -c 'echo {} > .claude/settings.json'",
+        "FOO=1 sudo -E tee .claude/settings.json < /dev/null",
+        "find . -name x -exec rm -rf .claude \\;",
+        // sandrail's own files and directories.
+        &format!("rm -rf {state}"),
+        &format!("echo x > {state}/sessions/forged.redb"),
+    ];
+    for line in lines {
+        assert_protected(&project, &shell(&project, line));
+    }
+    assert_protected(
+        &project,
+        &call(
+            &project,
+            "PowerShell",
+            json!({"command": "Remove-Item -Force .claude\\settings.json"}),
+        ),
+    );
+    // The binary the harness runs.
+    assert_protected(&project, &shell(&project, &format!("cp /bin/true {BIN}")));
+}
+
+#[test]
+fn a_symlink_does_not_hide_a_protected_file() {
+    let project = Project::new();
+    let settings = project.dir().join(".claude/settings.json");
+    put(&settings, "{}");
+    std::os::unix::fs::symlink(&settings, project.dir().join("notes.json")).expect("symlink");
+    std::os::unix::fs::symlink(project.dir().join(".claude"), project.dir().join("cfg"))
+        .expect("symlink");
+    assert_protected(&project, &shell(&project, "echo '{}' > notes.json"));
+    assert_protected(
+        &project,
+        &call(
+            &project,
+            "Write",
+            json!({"file_path": "cfg/settings.json", "content": "{}"}),
+        ),
+    );
+    assert_protected(&project, &shell(&project, "echo x > cfg/../sandrail.toml"));
+}
+
+#[test]
+fn reading_is_allowed() {
+    let project = Project::new();
+    put(&project.dir().join(".claude/settings.json"), "{}");
+    project.config("");
+    for line in [
+        "cat .claude/settings.json",
+        "grep -n hook .claude/settings.json sandrail.toml",
+        "cp .claude/settings.json /tmp/copy.json",
+        "sandrail state get budget count",
+        "sandrail list --json",
+        "sandrail check-config",
+        "git diff -- .claude/settings.json",
+        "git checkout main",
+    ] {
+        assert_allowed(&project, &shell(&project, line));
+    }
+    assert_allowed(
+        &project,
+        &call(
+            &project,
+            "Read",
+            json!({"file_path": project.dir().join("sandrail.toml")}),
+        ),
+    );
+}
+
+#[test]
+fn sandrails_own_changing_commands_are_refused_to_the_agent() {
+    let project = Project::new();
+    for line in [
+        "sandrail state set budget count 0",
+        "sandrail state delete budget count",
+        "sandrail guardrail off destructive-commands",
+        "sandrail guardrail off destructive-commands --session s1",
+        "sandrail import dotforge ./behaviors",
+        "sandrail pin",
+        "cd /tmp && ~/.cargo/bin/sandrail state set x y z",
+        "bash -c 'sandrail guardrail off budget'",
+    ] {
+        let run = project.hook(&shell(&project, line));
+        let reason = refusal(&run).unwrap_or_else(|| panic!("{line}"));
+        assert!(reason.contains("sandrail refused `sandrail "), "{reason}");
+        assert!(reason.contains("Ask the user"), "{reason}");
+    }
+}
+
+#[test]
+fn a_config_adds_paths_and_can_switch_protection_off() {
+    let project = Project::new();
+    let policy = project.dir().join("policy/rules.txt");
+    put(&policy, "no force pushes\n");
+    project.config("[protect]\npaths = [\"policy\"]\n\n[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\n");
+    assert_protected(&project, &shell(&project, "echo '' > policy/rules.txt"));
+    assert_protected(&project, &shell(&project, "rm -r policy"));
+    assert_allowed(&project, &shell(&project, "echo '' > notes.txt"));
+
+    // A guardrail's component and its data are protected too.
+    let guards = project.dir().join("guards");
+    std::fs::create_dir_all(&guards).expect("dir");
+    std::fs::copy(PROBE, guards.join("probe.wasm")).expect("copy probe");
+    put(&guards.join("words.txt"), "x\n");
+    project.config("[[guardrail]]\nname = \"probe\"\nsource = \"guards/probe.wasm\"\nevents = [\"PreToolUse\"]\nmatcher = \"Read\"\ndata = [\"guards/words.txt\"]\n");
+    assert_protected(&project, &shell(&project, "rm guards/probe.wasm"));
+    assert_protected(&project, &shell(&project, "echo y >> guards/words.txt"));
+
+    // A person may switch it off; the agent then is judged by the guardrails alone.
+    project.config("[protect]\nenabled = false\n\n[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\n");
+    assert_allowed(&project, &shell(&project, "echo x > .claude/settings.json"));
+    let run = project.run(&["check-config"]);
+    assert!(run.ok(), "{}", run.stderr());
+
+    // Unknown keys are a config error, not silently ignored.
+    project.config("[protect]\nenable = false\n");
+    let run = project.run(&["check-config"]);
+    assert!(!run.ok());
+    assert!(run.stderr().contains("enable"), "{}", run.stderr());
+}
+
+fn config_change(project: &Project, extra: Value) -> Run {
+    let mut fields = json!({"cwd": project.dir(), "source": "project_settings",
+        "file_path": project.dir().join(".claude/settings.json")});
+    if let (Some(fields), Some(extra)) = (fields.as_object_mut(), extra.as_object()) {
+        fields.extend(extra.clone());
+    }
+    project.hook(&payload("ConfigChange", "sess-cc", fields))
+}
+
+fn blocked(run: &Run) -> Option<String> {
+    if run.stdout().trim().is_empty() {
+        return None;
+    }
+    let answer = run.answer();
+    (answer["decision"] == "block").then(|| answer["reason"].as_str().unwrap_or("").to_owned())
+}
+
+#[test]
+fn config_change_cannot_switch_sandrails_hooks_off() {
+    let project = Project::new();
+    let settings = project.dir().join(".claude/settings.json");
+    put(&settings, &settings_with_sandrail().to_string());
+    // The session's start remembers the registrations.
+    project.hook(&payload(
+        "SessionStart",
+        "sess-cc",
+        json!({"cwd": project.dir(), "source": "startup"}),
+    ));
+
+    // Another hook added, sandrail's kept: accepted.
+    let mut added = settings_with_sandrail();
+    added["hooks"]["PostToolUse"] =
+        json!([{"matcher": "Write", "hooks": [{"type": "command", "command": "cargo fmt"}]}]);
+    put(&settings, &added.to_string());
+    let run = config_change(&project, json!({}));
+    assert_eq!(blocked(&run), None, "{}", run.stdout());
+
+    // sandrail's Stop registration dropped (the file as it now is): refused.
+    let mut dropped = added.clone();
+    dropped["hooks"]
+        .as_object_mut()
+        .expect("hooks")
+        .remove("Stop");
+    put(&settings, &dropped.to_string());
+    let reason = blocked(&config_change(&project, json!({}))).expect("blocked");
+    assert!(reason.contains("Stop|*"), "{reason}");
+
+    // A narrowed matcher is a weaker registration too.
+    let mut narrowed = settings_with_sandrail();
+    narrowed["hooks"]["PreToolUse"][0]["matcher"] = json!("Write");
+    put(&settings, &narrowed.to_string());
+    let reason = blocked(&config_change(&project, json!({}))).expect("blocked");
+    assert!(reason.contains("PreToolUse|*"), "{reason}");
+
+    // disableAllHooks, from the file or from the payload's new_config.
+    let mut disabled = settings_with_sandrail();
+    disabled["disableAllHooks"] = json!(true);
+    put(&settings, &disabled.to_string());
+    let reason = blocked(&config_change(&project, json!({}))).expect("blocked");
+    assert!(reason.contains("disableAllHooks"), "{reason}");
+    let run = config_change(
+        &project,
+        json!({"source": "user_settings", "file_path": project.root.path().join(".claude/settings.json"),
+               "previous_config": settings_with_sandrail(), "new_config": {"hooks": {}}}),
+    );
+    assert!(blocked(&run).is_some(), "{}", run.stdout());
+
+    // With self-protection off, the change is the user's business.
+    project.config("[protect]\nenabled = false\n");
+    assert_eq!(blocked(&config_change(&project, json!({}))), None);
+}
