@@ -160,6 +160,7 @@ struct RawGuardrail {
     data: Vec<String>,
     #[serde(default)]
     facts: Vec<String>,
+    on_error: Option<OnError>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -293,6 +294,9 @@ pub struct Guardrail {
     pub data: Vec<(String, PathBuf)>,
     /// The fact namespaces it reads whose upkeep costs state (`facts = ["session"]`).
     pub reads_facts: Vec<crate::facts::Costly>,
+    /// When it cannot judge (missing, unloadable, crashed, out of time or memory,
+    /// malformed verdict): let the event proceed, or refuse it.
+    pub on_error: OnError,
 }
 
 impl Guardrail {
@@ -586,6 +590,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         flags: g.flags,
         data,
         reads_facts,
+        on_error: g.on_error.unwrap_or_default(),
     })
 }
 

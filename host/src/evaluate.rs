@@ -62,7 +62,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         .filter_map(|g| match runtime::prepare(&g.source, g.sha256.as_deref()) {
             Ok(prepared) => Some((g, prepared)),
             Err(e) => {
-                eprintln!("sandrail: guardrail '{}' not run: {e}", g.name);
+                could_not_judge(&mut decision, g, Stage::NotRun, &e.to_string());
                 None
             }
         })
@@ -169,7 +169,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         .filter_map(|(g, p)| match runtime.load(p) {
             Ok(loaded) => Some((*g, loaded)),
             Err(e) => {
-                eprintln!("sandrail: guardrail '{}' not run: {e}", g.name);
+                could_not_judge(&mut decision, g, Stage::NotRun, &e.to_string());
                 None
             }
         })
@@ -178,7 +178,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     // Once a refusal cuts the chain, only guardrails that touch flags still run,
     // and only their flag changes count: a flag records that something was
     // attempted, whatever became of the attempt.
-    let mut cut = false;
+    let mut cut = !decision.refusals.is_empty() && protocol::can_refuse(input.kind);
     for (guardrail, component) in &loaded {
         if (component.uses_state && state_lost) || (cut && guardrail.flags.is_empty()) {
             continue;
@@ -256,10 +256,17 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                     cut = true;
                 }
             }
-            Err(failure) => eprintln!(
-                "sandrail: guardrail '{}' failed and was skipped (the event proceeds): {failure}",
-                guardrail.name
-            ),
+            Err(failure) => {
+                let refused = could_not_judge(
+                    &mut decision,
+                    guardrail,
+                    Stage::Failed,
+                    &failure.to_string(),
+                );
+                if refused && protocol::can_refuse(input.kind) {
+                    cut = true;
+                }
+            }
         }
     }
 
@@ -428,6 +435,57 @@ fn report_lost_state(decision: &mut Decision, config: &Config, why: &str) {
 }
 
 /// Under `on_error = "deny"`, refuses the event because sandrail itself failed.
+/// Where a guardrail that could not judge gave out.
+enum Stage {
+    /// Missing, unreadable, not matching its pin, or not loadable.
+    NotRun,
+    /// Crashed, ran out of time or memory, or answered a malformed verdict.
+    Failed,
+}
+
+/// A guardrail that could not judge: stderr names it and the cause, and its
+/// `on_error` decides. Returns whether the event is refused for it.
+fn could_not_judge(
+    decision: &mut Decision,
+    guardrail: &Guardrail,
+    stage: Stage,
+    why: &str,
+) -> bool {
+    let name = &guardrail.name;
+    match (guardrail.on_error, stage) {
+        (OnError::Allow, Stage::NotRun) => {
+            eprintln!("sandrail: guardrail '{name}' not run: {why}");
+            false
+        }
+        (OnError::Allow, Stage::Failed) => {
+            eprintln!(
+                "sandrail: guardrail '{name}' failed and was skipped (the event proceeds): {why}"
+            );
+            false
+        }
+        (OnError::Deny, _) => {
+            // A trap's account ends with its cause; the backtrace before it is for
+            // stderr, not for the agent.
+            let brief = why
+                .lines()
+                .map(str::trim)
+                .rfind(|line| !line.is_empty())
+                .unwrap_or(why);
+            eprintln!(
+                "sandrail: guardrail '{name}' could not judge: {why}; the event is refused (its on_error = \"deny\")"
+            );
+            decision.ask = false;
+            decision.refusals.push(guest_text::attributed(
+                HOST_AUTHOR,
+                &format!(
+                    "Refused because guardrail '{name}' could not judge this call ({brief}) and its on_error is \"deny\". Ask the user to look at sandrail's stderr."
+                ),
+            ));
+            true
+        }
+    }
+}
+
 /// Why the call must not run because it would change what sandrail depends on.
 fn self_protection(
     input: &HookInput,

@@ -12,6 +12,7 @@ mod dotforge;
 mod escalation;
 mod events;
 mod facts;
+mod failure_policy;
 mod flags;
 mod hostile;
 mod isolation;

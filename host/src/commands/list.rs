@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use sandrail::config::Config;
+use sandrail::config::{Config, OnError};
 use sandrail::runtime::read_source;
 
 use super::project_config;
@@ -44,6 +44,10 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
                 "matcher": matcher,
                 "requires": g.requires,
                 "enabled": g.enabled,
+                "on_error": match g.on_error {
+                    OnError::Allow => "allow",
+                    OnError::Deny => "deny",
+                },
                 "escalates": g.enforcement.is_some(),
                 "flags": g.flags,
                 "data": g.data.iter().map(|(written, _)| written).collect::<Vec<_>>(),
@@ -61,6 +65,9 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
             }
             if !g.enabled {
                 writeln!(out, "  enabled  false")?;
+            }
+            if g.on_error == OnError::Deny {
+                writeln!(out, "  on_error deny (fails closed)")?;
             }
             for (written, resolved) in &g.data {
                 if std::path::Path::new(written) == resolved.as_path() {
