@@ -6,18 +6,53 @@ use std::path::{Path, PathBuf};
 
 /// The state directory: `SANDRAIL_STATE_DIR`, else `$XDG_STATE_HOME/sandrail`, else
 /// `~/.local/state/sandrail`.
+/// `None` as well when it exists but is not the user's alone ([`trusted`]).
 pub fn state_dir() -> Option<PathBuf> {
     from_env("SANDRAIL_STATE_DIR")
         .or_else(|| from_env("XDG_STATE_HOME").map(|d| d.join("sandrail")))
         .or_else(|| home().map(|h| h.join(".local/state/sandrail")))
+        .and_then(|dir| trusted(dir, "state directory"))
 }
 
 /// The compiled-component cache: `SANDRAIL_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/sandrail`, else `~/.cache/sandrail`.
+/// `None` as well when it exists but is not the user's alone ([`trusted`]).
 pub fn cache_dir() -> Option<PathBuf> {
     from_env("SANDRAIL_CACHE_DIR")
         .or_else(|| from_env("XDG_CACHE_HOME").map(|d| d.join("sandrail")))
         .or_else(|| home().map(|h| h.join(".cache/sandrail")))
+        .and_then(|dir| trusted(dir, "compiled-code cache"))
+}
+
+/// `dir`, unless it exists and another user owns it or others may write to it:
+/// what another user can put there (a session's state, native code for the
+/// engine to run) must not be taken for sandrail's own. A directory that does
+/// not exist yet is created private. Says why on stderr when it refuses one.
+fn trusted(dir: PathBuf, what: &str) -> Option<PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::metadata(&dir) else {
+            return Some(dir);
+        };
+        // The process's own uid, without unsafe code: /proc/self is owned by it.
+        let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+        let foreign_owner = me.is_some_and(|me| meta.uid() != me);
+        let others_write = meta.mode() & 0o022 != 0;
+        if foreign_owner || others_write {
+            let why = if foreign_owner {
+                format!("is owned by uid {}, not by this user", meta.uid())
+            } else {
+                "can be written by other users".to_owned()
+            };
+            eprintln!(
+                "sandrail: the {what} {} {why}, so it is not used; make it yours alone (chmod 700) or point sandrail elsewhere",
+                dir.display()
+            );
+            return None;
+        }
+    }
+    Some(dir)
 }
 
 /// The project a hook runs for: `CLAUDE_PROJECT_DIR`, else the given directory.

@@ -29,28 +29,23 @@ use crate::protocol::HookInput;
 /// the working directory would replace the one in force.
 const PROTECTED_NAMES: &[&str] = &["sandrail.toml", "sandrail.lock"];
 
-/// The harnesses' hook settings, relative to the project and to the home directory.
-const PROJECT_HOOK_SETTINGS: &[&str] = &[
+/// The harnesses' hook settings, relative to the project and to the home
+/// directory alike.
+const HOOK_SETTINGS: &[&str] = &[
     ".claude/settings.json",
     ".claude/settings.local.json",
     ".codex/hooks.json",
     ".codex/config.toml",
     ".cursor/hooks.json",
     ".gemini/settings.json",
+];
+/// Copilot's, which differ between the project and home.
+const PROJECT_ONLY_HOOK_SETTINGS: &[&str] = &[
     ".github/hooks",
     ".github/copilot/settings.json",
     ".github/copilot/settings.local.json",
 ];
-const HOME_HOOK_SETTINGS: &[&str] = &[
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    ".codex/hooks.json",
-    ".codex/config.toml",
-    ".cursor/hooks.json",
-    ".gemini/settings.json",
-    ".copilot/hooks",
-    ".copilot/settings.json",
-];
+const HOME_ONLY_HOOK_SETTINGS: &[&str] = &[".copilot/hooks", ".copilot/settings.json"];
 const SYSTEM_HOOK_SETTINGS: &[&str] = &[
     "/etc/claude-code/managed-settings.json",
     "/etc/cursor/hooks.json",
@@ -128,12 +123,12 @@ impl Protected {
                 trail.parent().map_or(trail.clone(), Path::to_path_buf),
                 "sandrail's audit trail".into(),
             );
-            for file in PROJECT_HOOK_SETTINGS {
+            for file in HOOK_SETTINGS.iter().chain(PROJECT_ONLY_HOOK_SETTINGS) {
                 add(project.join(file), "the harness's hook settings".into());
             }
         }
         if let Some(home) = crate::locations::home() {
-            for file in HOME_HOOK_SETTINGS {
+            for file in HOOK_SETTINGS.iter().chain(HOME_ONLY_HOOK_SETTINGS) {
                 add(home.join(file), "the harness's hook settings".into());
             }
         }

@@ -84,3 +84,57 @@ fn a_corrupt_cache_file_is_replaced() {
         assert!(std::fs::metadata(file).expect("rewritten").len() > 1000);
     }
 }
+
+#[test]
+fn a_directory_others_can_write_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = Project::new();
+    let cache = project.root.path().join("shared-cache");
+    let hook = |payload: &[u8]| {
+        let mut cmd = project.cmd();
+        cmd.env("SANDRAIL_CACHE_DIR", &cache)
+            .env("SANDRAIL_LOG", "debug");
+        project.hook_with(cmd, payload)
+    };
+    // Made by sandrail: its owner's alone, and used.
+    let run = hook(&write("sess-perm", "/home/dev/project/a.rs"));
+    assert!(run.ok(), "{}", run.stderr());
+    assert!(!cache_files(&cache).is_empty(), "{}", run.stderr());
+    assert!(project.session_db("sess-perm").exists());
+
+    // Opened to everyone: neither the cache nor the state is used, and the hook
+    // says so and still judges.
+    for dir in [&cache, &project.state_dir()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    }
+    for file in cache_files(&cache) {
+        std::fs::write(&file, b"planted").expect("plant");
+    }
+    let run = hook(&bash("sess-perm", "git push --force origin main"));
+    assert!(
+        run.deny_reason().is_some_and(|r| r.contains("force-push")),
+        "{}",
+        run.stdout()
+    );
+    let told = run.stderr();
+    assert!(
+        told.contains(&format!(
+            "the compiled-code cache {} can be written by other users, so it is not used",
+            cache.display()
+        )),
+        "{told}"
+    );
+    assert!(!told.contains("loaded"), "{told}");
+    let run = hook(&write("sess-perm", "/home/dev/project/b.rs"));
+    assert!(
+        run.stderr().contains(&format!(
+            "the state directory {} can be written by other users, so it is not used",
+            project.state_dir().display()
+        )),
+        "{}",
+        run.stderr()
+    );
+    for file in cache_files(&cache) {
+        assert_eq!(std::fs::read(&file).expect("read"), b"planted");
+    }
+}
