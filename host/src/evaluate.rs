@@ -434,7 +434,6 @@ fn report_lost_state(decision: &mut Decision, config: &Config, why: &str) {
     host_failure(decision, config, why);
 }
 
-/// Under `on_error = "deny"`, refuses the event because sandrail itself failed.
 /// Where a guardrail that could not judge gave out.
 enum Stage {
     /// Missing, unreadable, not matching its pin, or not loadable.
@@ -507,6 +506,7 @@ fn self_protection(
     crate::protect::Protected::new(config, &places).refusal(changes, cwd)
 }
 
+/// Under `on_error = "deny"`, refuses the event because sandrail itself failed.
 fn host_failure(decision: &mut Decision, config: &Config, why: &str) {
     if config.on_error == OnError::Deny {
         // Not a question for the user: a refusal.
