@@ -2,9 +2,16 @@
 
 use crate::support::*;
 
+/// The compiled components in a cache directory (not their records).
 fn cache_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+                .collect()
+        })
         .unwrap_or_default();
     files.sort();
     files
@@ -137,4 +144,97 @@ fn a_directory_others_can_write_is_not_used() {
     for file in cache_files(&cache) {
         assert_eq!(std::fs::read(&file).expect("read"), b"planted");
     }
+}
+
+/// A run with its own cache directory and debug logging.
+fn hook_cached(project: &Project, cache: &std::path::Path, payload: &[u8]) -> Run {
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_CACHE_DIR", cache)
+        .env("SANDRAIL_LOG", "debug");
+    project.hook_with(cmd, payload)
+}
+
+#[test]
+fn a_planted_or_swapped_cache_file_is_never_loaded() {
+    let project = Project::new();
+    project.config(
+        r#"
+[[guardrail]]
+name = "destructive-commands"
+source = "builtin:destructive-commands"
+events = ["PreToolUse"]
+matcher = "Bash"
+
+[[guardrail]]
+name = "session-budget"
+source = "builtin:session-budget"
+events = ["UserPromptSubmit"]
+"#,
+    );
+    let cache = project.root.path().join("own-cache");
+    let prompt = payload(
+        "UserPromptSubmit",
+        "sess-plant",
+        serde_json::json!({"prompt": "hi"}),
+    );
+    assert!(hook_cached(&project, &cache, &prompt).ok());
+    let budget = cache_files(&cache);
+    assert_eq!(budget.len(), 1);
+    let first = hook_cached(&project, &cache, &bash("sess-plant", "git push --force"));
+    assert!(first.deny_reason().is_some(), "{}", first.stderr());
+    let destructive: Vec<_> = cache_files(&cache)
+        .into_iter()
+        .filter(|f| !budget.contains(f))
+        .collect();
+    assert_eq!(destructive.len(), 1);
+    let (budget, destructive) = (&budget[0], &destructive[0]);
+
+    // Touched, not changed: its identity moved but its sha256 holds, so it loads.
+    let bytes = std::fs::read(destructive).expect("read");
+    std::fs::write(destructive, &bytes).expect("rewrite the same bytes");
+    let run = hook_cached(&project, &cache, &bash("sess-plant", "git push --force"));
+    assert!(run.deny_reason().is_some(), "{}", run.stderr());
+    assert!(run.stderr().contains("from the cache"), "{}", run.stderr());
+
+    // Another component's valid compiled code copied over this one's: the
+    // record's sha256 no longer matches, so it is discarded and recompiled, and
+    // destructive-commands (not session-budget's code) judges.
+    std::fs::copy(budget, destructive).expect("swap");
+    let run = hook_cached(&project, &cache, &bash("sess-plant", "git push --force"));
+    let told = run.stderr();
+    assert!(
+        run.deny_reason().is_some_and(|r| r.contains("force-push")),
+        "{told}"
+    );
+    assert!(
+        told.contains("recorded when it was written (altered or replaced)"),
+        "{told}"
+    );
+    assert!(told.contains("sandrail: compiled "), "{told}");
+    assert_eq!(std::fs::read(destructive).expect("read"), bytes);
+
+    // One byte of native code patched: discarded too.
+    let mut patched = bytes.clone();
+    let middle = patched.len() / 2;
+    patched[middle] ^= 0x01;
+    std::fs::write(destructive, &patched).expect("patch");
+    let run = hook_cached(&project, &cache, &bash("sess-plant", "git push --force"));
+    assert!(run.deny_reason().is_some(), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("altered or replaced"),
+        "{}",
+        run.stderr()
+    );
+
+    // Planted: a file (here a valid one) with no record is never loaded.
+    std::fs::remove_file(destructive.with_extension("record")).expect("drop the record");
+    let run = hook_cached(&project, &cache, &bash("sess-plant", "git push --force"));
+    let told = run.stderr();
+    assert!(run.deny_reason().is_some(), "{told}");
+    assert!(
+        told.contains("has no record of being written by sandrail"),
+        "{told}"
+    );
+    assert!(!told.contains("from the cache"), "{told}");
+    assert!(destructive.with_extension("record").exists());
 }

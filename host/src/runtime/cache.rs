@@ -3,6 +3,15 @@
 //! Files are keyed by the component's sha256 and the engine's compatibility hash (a
 //! different sandrail or wasmtime build never loads another's code) and written by
 //! atomic rename, so a racing process sees a whole file or none.
+//!
+//! wasmtime runs a cache file's native code without verifying it, so a file is
+//! loaded only if it is the one this host wrote: beside each `.cwasm` the host
+//! keeps a record of its sha256 and of the file's identity (device, inode, size,
+//! modification and change times). A file whose identity still matches has not
+//! been written since (any write moves its change time, which only root can set
+//! back); one whose identity moved is hashed, and loaded only if its sha256
+//! still matches. A file without a record (planted, or another component's file
+//! renamed) or with a different hash is discarded and the component recompiled.
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -43,7 +52,7 @@ impl ComponentCache {
     ) -> Result<Component, LoadError> {
         let path = self.path_for(sha256);
         if let Some(path) = path.as_deref().filter(|p| p.is_file()) {
-            match deserialize(engine, path) {
+            match verified(path).and_then(|identity| deserialize(engine, path, &identity)) {
                 Ok(component) => {
                     if crate::debug_logging() {
                         eprintln!(
@@ -59,6 +68,7 @@ impl ComponentCache {
                         path.display()
                     );
                     let _ = std::fs::remove_file(path);
+                    let _ = std::fs::remove_file(record_path(path));
                 }
             }
         }
@@ -78,13 +88,119 @@ impl ComponentCache {
     }
 }
 
-/// Loads a file this cache wrote.
+/// Loads a file this cache wrote, whose identity `verified` has just checked; the
+/// identity is checked again once the file is mapped, so a file swapped in
+/// between the two is not run.
 #[allow(unsafe_code)]
-fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: the file is native code that wasmtime trusts. Only files this cache
-    // wrote are read: the name carries the component's hash and this engine's
-    // compatibility hash, and wasmtime checks the header's engine settings again.
-    unsafe { Component::deserialize_file(engine, path) }
+fn deserialize(engine: &Engine, path: &Path, identity: &Identity) -> wasmtime::Result<Component> {
+    // SAFETY: the file is native code that wasmtime trusts. Only a file this cache
+    // wrote is read: its record holds the sha256 and identity it had when written
+    // (checked by `verified`), its name carries the component's hash and this
+    // engine's compatibility hash, and wasmtime checks the header's engine
+    // settings again.
+    let component = unsafe { Component::deserialize_file(engine, path) }?;
+    if Identity::of(path)? != *identity {
+        wasmtime::bail!("it changed while it was being loaded");
+    }
+    Ok(component)
+}
+
+/// What the host recorded about a cache file it wrote.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Record {
+    sha256: String,
+    identity: Identity,
+}
+
+/// Which file this is and whether it was written since: device, inode, size,
+/// modification and change times (nanoseconds).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Identity(Vec<i64>);
+
+impl Identity {
+    fn of(path: &Path) -> std::io::Result<Identity> {
+        let meta = std::fs::metadata(path)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let nanos = |secs: i64, nsec: i64| secs.saturating_mul(1_000_000_000) + nsec;
+            Ok(Identity(vec![
+                meta.dev() as i64,
+                meta.ino() as i64,
+                meta.size() as i64,
+                nanos(meta.mtime(), meta.mtime_nsec()),
+                nanos(meta.ctime(), meta.ctime_nsec()),
+            ]))
+        }
+        #[cfg(not(unix))]
+        {
+            // No change time to trust: an empty identity never matches a
+            // record's, so every load hashes the file.
+            let _ = meta;
+            Ok(Identity(Vec::new()))
+        }
+    }
+}
+
+fn record_path(cache_file: &Path) -> PathBuf {
+    cache_file.with_extension("record")
+}
+
+/// Why a cache file is not trusted.
+#[derive(Debug, thiserror::Error)]
+enum Untrusted {
+    #[error(
+        "it has no record of being written by sandrail (planted, or renamed from another component's)"
+    )]
+    NoRecord,
+    #[error("its record is unreadable: {0}")]
+    BadRecord(String),
+    #[error(
+        "its sha256 is {actual}, not the {recorded} recorded when it was written (altered or replaced)"
+    )]
+    Altered { recorded: String, actual: String },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The file's identity when it is the file this cache wrote: unchanged since
+/// its record, or changed in identity only (copied back, touched) with the same
+/// sha256, in which case the record is brought up to date.
+fn verified(path: &Path) -> wasmtime::Result<Identity> {
+    let record_file = record_path(path);
+    let check = || -> Result<Identity, Untrusted> {
+        let text = match std::fs::read_to_string(&record_file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Untrusted::NoRecord),
+            Err(e) => return Err(e.into()),
+        };
+        let record: Record =
+            serde_json::from_str(&text).map_err(|e| Untrusted::BadRecord(e.to_string()))?;
+        let identity = Identity::of(path)?;
+        if identity == record.identity && !identity.0.is_empty() {
+            return Ok(identity);
+        }
+        let actual = crate::sha256_hex(&std::fs::read(path)?);
+        if actual != record.sha256 {
+            return Err(Untrusted::Altered {
+                recorded: record.sha256,
+                actual,
+            });
+        }
+        let _ = write_record(path, &actual);
+        Ok(identity)
+    };
+    check().map_err(|e| wasmtime::format_err!("{e}"))
+}
+
+/// Records the sha256 and identity of a cache file just written.
+fn write_record(cache_file: &Path, sha256: &str) -> Result<(), WriteError> {
+    let record = Record {
+        sha256: sha256.to_owned(),
+        identity: Identity::of(cache_file)?,
+    };
+    let text = serde_json::to_vec(&record).map_err(|e| WriteError::Serialize(e.to_string()))?;
+    write_atomically(&record_path(cache_file), &text)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -97,14 +213,21 @@ enum WriteError {
     Serialize(String),
 }
 
+/// Writes the compiled component, then its record. Until the record is in place
+/// the file is not trusted, so a crash between the two costs a recompile.
 fn store(component: &Component, path: &Path) -> Result<(), WriteError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    crate::locations::create_private_dir(dir)?;
     let serialized = component
         .serialize()
         .map_err(|e| WriteError::Serialize(format!("{e:#}")))?;
+    write_atomically(path, &serialized)?;
+    write_record(path, &crate::sha256_hex(&serialized))
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    crate::locations::create_private_dir(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(&serialized)?;
+    tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path)?;
     Ok(())
