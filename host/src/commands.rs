@@ -6,6 +6,7 @@ pub mod guardrail;
 pub mod import;
 pub mod list;
 pub mod overrides;
+pub mod pin;
 pub mod state;
 pub mod status;
 

@@ -169,6 +169,8 @@ struct RawLimits {
     timeout_ms: Option<u64>,
     memory_mib: Option<u64>,
     state_mib: Option<u64>,
+    fuel: Option<u64>,
+    log_kib: Option<u64>,
 }
 
 /// What sandrail does when it fails itself (the payload cannot be read, the state
@@ -200,6 +202,19 @@ pub struct Config {
     /// The mandate `[settings] mandate` names.
     pub mandate: Option<crate::mandate::Mandate>,
     pub protect: Protect,
+    /// The config file's `sandrail.lock`, as it stands.
+    pub lock: LockStatus,
+}
+
+/// Whether the config in force has a lock, and whether it could be read.
+#[derive(Debug, Clone)]
+pub enum LockStatus {
+    /// The embedded default (its builtins are part of the binary), or a config
+    /// file with no `sandrail.lock` beside it.
+    None,
+    Read(crate::lock::Lock),
+    /// There is one, but it cannot be read: no component is vouched for.
+    Unusable(String),
 }
 
 /// Where a guardrail's component comes from.
@@ -227,6 +242,23 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// The byte budget of the guardrail's keyspace in each session.
     pub state_bytes: u64,
+    /// Fuel per event (about one unit per wasm instruction), for a budget that
+    /// does not depend on the machine's speed; `None`: only the deadline.
+    pub fuel: Option<u64>,
+    /// What its log calls, stdout and stderr may print per event.
+    pub log_bytes: usize,
+}
+
+/// The default budget of a guardrail's printed output per event.
+pub const DEFAULT_LOG_KIB: u64 = 64;
+
+impl Limits {
+    /// The names of the limits as the config writes them, for what reports them.
+    pub const TIMEOUT: &'static str = "timeout_ms";
+    pub const MEMORY: &'static str = "memory_mib";
+    pub const STATE: &'static str = "state_mib";
+    pub const FUEL: &'static str = "fuel";
+    pub const LOG: &'static str = "log_kib";
 }
 
 /// Which tools a guardrail wants to see, in Claude Code's matcher syntax.
@@ -274,8 +306,12 @@ pub struct Guardrail {
     /// Also the name of its keyspace.
     pub name: String,
     pub source: Source,
+    /// The source as the config wrote it (how `sandrail.lock` names it).
+    pub source_text: String,
     /// Expected sha256 of the component, lowercase hex.
     pub sha256: Option<String>,
+    /// What `sandrail.lock` says about it; `None`: no lock, or no entry.
+    pub locked: Option<crate::lock::Locked>,
     pub events: Vec<EventKind>,
     /// The matcher as written, for display.
     pub matcher_text: Option<String>,
@@ -351,7 +387,31 @@ impl Config {
             ),
         })?;
         let base = path.parent().map(Path::to_path_buf);
-        Config::parse(&text, Origin::File(path.to_path_buf()), base.as_deref())
+        let mut config = Config::parse(&text, Origin::File(path.to_path_buf()), base.as_deref())?;
+        config.apply_lock(&crate::lock::beside(path));
+        Ok(config)
+    }
+
+    /// Reads the lock at `path` and gives each guardrail its entry. An unreadable
+    /// lock vouches for nothing: every guardrail is then not run, and its
+    /// `on_error` decides.
+    fn apply_lock(&mut self, path: &Path) {
+        use crate::lock::Locked;
+        self.lock = match crate::lock::read(path) {
+            Ok(None) => LockStatus::None,
+            Ok(Some(lock)) => {
+                for g in &mut self.guardrails {
+                    g.locked = lock.pin_of(&g.name, &g.source_text);
+                }
+                LockStatus::Read(lock)
+            }
+            Err(e) => {
+                for g in &mut self.guardrails {
+                    g.locked = Some(Locked::Unusable(e.to_string()));
+                }
+                LockStatus::Unusable(e.to_string())
+            }
+        };
     }
 
     /// Parses and validates config text. `base` resolves relative component paths.
@@ -440,6 +500,7 @@ impl Config {
             guardrails,
             patterns,
             mandate,
+            lock: LockStatus::None,
         })
     }
 
@@ -552,6 +613,13 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
             "limits.state_mib must be between 1 and {max_state_mib}"
         ));
     }
+    if g.limits.fuel == Some(0) {
+        return Err("limits.fuel must be at least 1 (leave it out for no fuel budget)".into());
+    }
+    let log_kib = g.limits.log_kib.unwrap_or(DEFAULT_LOG_KIB);
+    if !(1..=1024).contains(&log_kib) {
+        return Err("limits.log_kib must be between 1 and 1024".into());
+    }
     let enforcement = g.enforcement.map(|e| e.validate()).transpose()?;
     g.flags.validate()?;
     let data = g
@@ -574,7 +642,9 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
     Ok(Guardrail {
         name: g.name,
         source,
+        source_text: g.source,
         sha256,
+        locked: None,
         events,
         matcher_text: g.matcher,
         matcher,
@@ -584,6 +654,8 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
             timeout: Duration::from_millis(timeout_ms),
             memory_bytes: (memory_mib as usize) << 20,
             state_bytes: state_mib << 20,
+            fuel: g.limits.fuel,
+            log_bytes: (log_kib as usize) << 10,
         },
         enforcement,
         enabled: g.enabled.unwrap_or(true),

@@ -59,7 +59,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     }
     let mut prepared: Vec<(&Guardrail, Prepared)> = matching
         .into_iter()
-        .filter_map(|g| match runtime::prepare(&g.source, g.sha256.as_deref()) {
+        .filter_map(|g| match runtime::prepare_guardrail(g) {
             Ok(prepared) => Some((g, prepared)),
             Err(e) => {
                 could_not_judge(&mut decision, g, Stage::NotRun, &e.to_string());

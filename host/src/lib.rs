@@ -33,6 +33,7 @@ pub mod files;
 pub mod guest_text;
 pub mod hook;
 pub mod locations;
+pub mod lock;
 pub mod mandate;
 pub mod protect;
 pub mod protocol;

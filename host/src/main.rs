@@ -53,6 +53,8 @@ enum Command {
     /// Switch a guardrail on or off: in the config in force, or for one session.
     #[command(subcommand)]
     Guardrail(Switch),
+    /// Write the sha256 of every component in force to sandrail.lock beside the config.
+    Pin,
     /// Import rules from another tool into the config in force.
     #[command(subcommand)]
     Import(Import),
@@ -132,6 +134,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Hook => unreachable!("handled in main"),
         Command::List { json } => commands::list::run(json),
         Command::CheckConfig => commands::check_config::run(),
+        Command::Pin => commands::pin::run(),
         Command::Facts { session } => commands::facts::run(session),
         Command::State(cmd) => commands::state::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),

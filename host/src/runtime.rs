@@ -86,8 +86,6 @@ pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
 /// How much fuel (about one unit per wasm instruction) guest code burns between
 /// yields to the deadline: well under a millisecond of work.
 const YIELD_FUEL: u64 = 200_000;
-/// How much of a guardrail's stdout, and of its stderr, is kept per event.
-pub const CAPTURE_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -101,6 +99,12 @@ pub enum LoadError {
     UnknownBuiltin(String),
     #[error("sha256 mismatch: the config pins {expected} but the component is {actual}")]
     PinMismatch { expected: String, actual: String },
+    #[error(
+        "sha256 mismatch: sandrail.lock pins {expected} but the component is {actual}; if the change is intended, review it with `sandrail inspect` and run `sandrail pin`"
+    )]
+    LockMismatch { expected: String, actual: String },
+    #[error("{0}")]
+    LockUnusable(String),
     #[error("not a valid component: {0:#}")]
     Compile(wasmtime::Error),
     #[error("does not fit the sandrail:guardrail world: {0:#}")]
@@ -114,6 +118,8 @@ pub enum RunError {
     Timeout(Duration),
     #[error("tried to grow its memory past its limit of {} MiB", .0 >> 20)]
     MemoryLimit(usize),
+    #[error("ran out of its fuel budget of {0} units")]
+    OutOfFuel(u64),
     #[error("could not be instantiated: {0}")]
     Instantiate(String),
     #[error("trapped: {0}")]
@@ -157,6 +163,8 @@ pub struct RunOutcome {
     pub result: Result<wit::Verdict, RunError>,
     /// The keyspace, handed back so the caller decides whether its writes stand.
     pub keyspace: Keyspace,
+    /// The limits it reached, by their config names (`timeout_ms`, `log_kib`…).
+    pub exceeded: Vec<&'static str>,
 }
 
 pub struct Runtime {
@@ -283,9 +291,28 @@ impl Runtime {
         };
         let finished = self.within_deadline(name, "ran", limits, call);
         let result = settle(finished, &sandbox.store, limits);
+        let (keyspace, log_exceeded) = sandbox.close();
+        let mut exceeded = Vec::new();
+        match &result {
+            Err(RunError::Timeout(_)) => exceeded.push(Limits::TIMEOUT),
+            Err(RunError::MemoryLimit(_)) => exceeded.push(Limits::MEMORY),
+            Err(RunError::OutOfFuel(_)) => exceeded.push(Limits::FUEL),
+            _ => {}
+        }
+        if log_exceeded {
+            exceeded.push(Limits::LOG);
+        }
+        if keyspace.went_over_budget() {
+            eprintln!(
+                "sandrail: [{name}] limit reached: state_mib: a write was refused because the keyspace would exceed its {} MiB in this session",
+                limits.state_bytes >> 20
+            );
+            exceeded.push(Limits::STATE);
+        }
         RunOutcome {
             result,
-            keyspace: sandbox.close(),
+            keyspace,
+            exceeded,
         }
     }
 
@@ -326,7 +353,7 @@ impl Runtime {
         };
         let finished = self.within_deadline(name, "checked its config", limits, call);
         let result = settle(finished, &sandbox.store, limits);
-        sandbox.close();
+        let _ = sandbox.close();
         configure::from_wit(result.map_err(ConfigureError::Run)?).map(Some)
     }
 
@@ -386,8 +413,9 @@ impl Runtime {
         data: &[(String, PathBuf)],
         limits: Limits,
     ) -> Sandbox {
-        let stdout = Capture::new(CAPTURE_BYTES);
-        let stderr = Capture::new(CAPTURE_BYTES);
+        // Each stream keeps at most what the guardrail may print in all.
+        let stdout = Capture::new(limits.log_bytes);
+        let stderr = Capture::new(limits.log_bytes);
         let wasi = WasiCtxBuilder::new()
             .stdout(stdout.clone())
             .stderr(stderr.clone())
@@ -395,12 +423,20 @@ impl Runtime {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let state = HostState::new(name, keyspace, data.to_vec(), wasi, limits.memory_bytes);
+        let state = HostState::new(
+            name,
+            keyspace,
+            data.to_vec(),
+            wasi,
+            limits.memory_bytes,
+            limits.log_bytes,
+        );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| s);
-        // Fuel is not a budget here, only the clock's chance to stop the guest.
+        // Fuel is the clock's chance to stop the guest and, when the config sets
+        // one, a budget that does not depend on the machine's speed.
         store
-            .set_fuel(u64::MAX)
+            .set_fuel(limits.fuel.unwrap_or(u64::MAX))
             .and_then(|()| store.fuel_async_yield_interval(Some(YIELD_FUEL)))
             .expect("the engine consumes fuel");
         Sandbox {
@@ -435,8 +471,8 @@ impl Runtime {
 
 impl Sandbox {
     /// Ends the sandbox: what the guest printed goes to stderr, prefixed, and
-    /// the keyspace is handed back.
-    fn close(mut self) -> Keyspace {
+    /// the keyspace is handed back, with whether the output went over its limit.
+    fn close(mut self) -> (Keyspace, bool) {
         let (keyspace, mut output) = self.store.data_mut().take_parts();
         if leaves_teardown_to_exit() {
             std::mem::forget(self.store);
@@ -449,8 +485,8 @@ impl Sandbox {
             }
             dropped += past_capture;
         }
-        output.finish(dropped);
-        keyspace
+        let exceeded = output.finish(dropped);
+        (keyspace, exceeded)
     }
 }
 
@@ -481,6 +517,26 @@ pub fn cached_needs(
         return Some(Needs::none());
     }
     configure::NeedsCache::new(cache_dir).get(&prepared.sha256, config_json)
+}
+
+/// [`prepare`] for a configured guardrail: its component must also match its
+/// entry in `sandrail.lock`, and is not read at all when the lock cannot vouch
+/// for it.
+pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepared, LoadError> {
+    use crate::lock::Locked;
+    if let Some(Locked::Unusable(why)) = &guardrail.locked {
+        return Err(LoadError::LockUnusable(why.clone()));
+    }
+    let prepared = prepare(&guardrail.source, guardrail.sha256.as_deref())?;
+    match &guardrail.locked {
+        Some(Locked::Sha256(expected)) if *expected != prepared.sha256 => {
+            Err(LoadError::LockMismatch {
+                expected: expected.clone(),
+                actual: prepared.sha256,
+            })
+        }
+        _ => Ok(prepared),
+    }
 }
 
 /// Reads a guardrail's component, checks its pin and finds out whether it keeps
@@ -604,6 +660,11 @@ impl CallFailed {
         };
         if store.data().memory_exceeded() {
             return RunError::MemoryLimit(limits.memory_bytes);
+        }
+        if let (Some(fuel), Some(wasmtime::Trap::OutOfFuel)) =
+            (limits.fuel, error.downcast_ref::<wasmtime::Trap>())
+        {
+            return RunError::OutOfFuel(fuel);
         }
         if instantiating {
             RunError::Instantiate(format!("{error:#}"))

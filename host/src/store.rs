@@ -726,9 +726,16 @@ pub struct Keyspace {
     flags: StagedFlags,
     /// The time a flag set now is stamped with.
     now: u64,
+    /// Whether a write was refused for the byte budget during this event.
+    over_budget: bool,
 }
 
 impl Keyspace {
+    /// Whether a write was refused for the byte budget during this event.
+    pub fn went_over_budget(&self) -> bool {
+        self.over_budget
+    }
+
     pub fn new(guardrail: &str, requires: Vec<String>, budget_bytes: u64) -> Self {
         Keyspace {
             guardrail: guardrail.to_owned(),
@@ -742,6 +749,7 @@ impl Keyspace {
             flag_grants: FlagGrants::default(),
             flags: StagedFlags::default(),
             now: 0,
+            over_budget: false,
         }
     }
 
@@ -869,6 +877,7 @@ impl Keyspace {
         let freed = previous.as_deref().map_or(0, |p| entry_bytes(key, p)) as i64;
         let byte_delta = self.byte_delta - freed + entry_bytes(key, value) as i64;
         if stored.bytes as i64 + byte_delta > self.budget_bytes as i64 {
+            self.over_budget = true;
             return Err(KeyspaceError::OverBudget {
                 budget: self.budget_bytes,
             });

@@ -102,7 +102,7 @@ fn guest_output_and_logs_are_forwarded_and_bounded() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("[probe] output limit reached: "),
+        stderr.contains("[probe] limit reached: log_kib: "),
         "{stderr}"
     );
     assert!(!stderr.contains("log line 199"), "later lines are dropped");
@@ -189,7 +189,8 @@ fn flooding_stdout_is_truncated_not_fatal() {
     // 64, so 60 fit the 64 KiB output budget.
     assert_eq!(stderr.matches("[probe] stdout: zzz").count(), 60);
     assert!(
-        stderr.contains("[probe] output limit reached: 4 more lines and 983040 more bytes dropped"),
+        stderr
+            .contains("[probe] limit reached: log_kib: 4 more lines and 983040 more bytes dropped"),
         "{stderr}"
     );
 }
@@ -267,7 +268,77 @@ fn empty_log_messages_count_against_the_budget() {
     // 64 bytes per line against 64 KiB: 1,024 lines, then one notice.
     assert_eq!(stderr.matches("sandrail: [probe] warn: \n").count(), 1024);
     assert!(
-        stderr.contains("[probe] output limit reached: 16976 more lines and 0 more bytes dropped"),
+        stderr
+            .contains("[probe] limit reached: log_kib: 16976 more lines and 0 more bytes dropped"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn a_fuel_budget_stops_a_guardrail_by_name_whatever_the_machine_speed() {
+    let project = Project::new();
+    project.config(&probe_with(
+        "on_error = \"deny\"\n[guardrail.limits]\ntimeout_ms = 20000\nfuel = 5000000\n[guardrail.config]\naction = \"spin\"\n",
+    ));
+    let started = Instant::now();
+    let run = project.hook(&bash("sess-fuel", "ls"));
+    let reason = run.deny_reason().expect("refused under on_error = deny");
+    assert!(
+        reason.contains("ran out of its fuel budget of 5000000 units"),
+        "{reason}"
+    );
+    assert!(
+        run.stderr()
+            .contains("guardrail 'probe' could not judge: ran out of its fuel budget"),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "fuel, not the deadline, stopped it"
+    );
+
+    // Enough fuel for its work: it judges.
+    project.config(&probe_with(
+        "[guardrail.limits]\nfuel = 50000000\n[guardrail.config]\naction = \"note\"\nvalue = \"ok\"\n",
+    ));
+    assert_eq!(
+        project.hook(&bash("sess-fuel", "ls")).context(),
+        "[probe] ok"
+    );
+
+    project.config(&probe_with("[guardrail.limits]\nfuel = 0\n"));
+    let check = project.run(&["check-config"]);
+    assert!(
+        check.stderr().contains("limits.fuel must be at least 1"),
+        "{}",
+        check.stderr()
+    );
+}
+
+#[test]
+fn the_log_budget_is_configurable() {
+    let project = Project::new();
+    project.config(&probe_with(
+        "[guardrail.limits]\nlog_kib = 4\n[guardrail.config]\naction = \"flood\"\ncount = 1024\n",
+    ));
+    let run = project.hook(&bash("sess-logkib", "ls"));
+    assert_eq!(run.context(), "[probe] flooded");
+    let stderr = run.stderr();
+    // 4 KiB of stdout is kept; each printed 1,023-byte line costs 1,087 bytes, so 3 fit.
+    assert_eq!(stderr.matches("[probe] stdout: zzz").count(), 3, "{stderr}");
+    assert!(
+        stderr.contains("[probe] limit reached: log_kib: ")
+            && stderr.contains("may print 4 KiB per event"),
+        "{stderr}"
+    );
+    project.config(&probe_with("[guardrail.limits]\nlog_kib = 2048\n"));
+    let check = project.run(&["check-config"]);
+    assert!(
+        check
+            .stderr()
+            .contains("limits.log_kib must be between 1 and 1024"),
+        "{}",
+        check.stderr()
     );
 }

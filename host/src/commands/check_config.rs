@@ -1,12 +1,14 @@
 //! `sandrail check-config`: validate the config in force, load every component, and
-//! have each guardrail that exports `configure` check its own config.
+//! have each guardrail that exports `configure` check its own config; with a
+//! `sandrail.lock`, report where the config and the lock part ways.
 
 use std::process::ExitCode;
 
 use anyhow::bail;
 
+use sandrail::config::LockStatus;
 use sandrail::locations;
-use sandrail::runtime::{ConfigureError, Runtime, prepare};
+use sandrail::runtime::{ConfigureError, Runtime, prepare_guardrail};
 
 use super::project_config;
 
@@ -22,7 +24,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly runtime: {e:#}"))?;
     let mut failed = 0;
     for g in &config.guardrails {
-        let loaded = prepare(&g.source, g.sha256.as_deref()).and_then(|p| runtime.load(&p));
+        let loaded = prepare_guardrail(g).and_then(|p| runtime.load(&p));
         let loaded = match loaded {
             Ok(loaded) => loaded,
             Err(e) => {
@@ -59,10 +61,28 @@ pub fn run() -> anyhow::Result<ExitCode> {
             }
         }
     }
+    match &config.lock {
+        LockStatus::None => {}
+        LockStatus::Unusable(why) => {
+            failed += 1;
+            println!("error  {why}");
+        }
+        LockStatus::Read(lock) => {
+            for drift in lock.drift(
+                config
+                    .guardrails
+                    .iter()
+                    .map(|g| (g.name.as_str(), g.source_text.as_str())),
+            ) {
+                failed += 1;
+                println!("drift  {drift}; run `sandrail pin` once the change is reviewed");
+            }
+        }
+    }
     let n = config.guardrails.len();
     if failed > 0 {
         bail!(
-            "{}: {failed} of {n} guardrails cannot be loaded or have problems in their config",
+            "{}: {failed} problem(s) among {n} guardrails: components that cannot be loaded or do not match their pins, problems in their config, or drift from sandrail.lock",
             config.origin
         );
     }

@@ -269,7 +269,7 @@ pub fn kept_facts(config: &Config, cache_dir: Option<&Path>) -> BTreeSet<Costly>
             let mut union = Needs::none();
             let mut runtime = None;
             for g in &askable {
-                let Ok(prepared) = super::prepare(&g.source, g.sha256.as_deref()) else {
+                let Ok(prepared) = super::prepare_guardrail(g) else {
                     continue;
                 };
                 let config_json = g.config.to_string();
@@ -342,6 +342,8 @@ mod tests {
             timeout: std::time::Duration::from_secs(10),
             memory_bytes: 64 << 20,
             state_bytes: 4 << 20,
+            fuel: None,
+            log_bytes: 64 << 10,
         }
     }
 

@@ -41,6 +41,7 @@ impl HostState {
         data: Vec<(String, std::path::PathBuf)>,
         wasi: WasiCtx,
         memory_limit: usize,
+        log_budget: usize,
     ) -> Self {
         HostState {
             keyspace,
@@ -50,7 +51,7 @@ impl HostState {
             memory_limit,
             memory_total: 0,
             memory_exceeded: false,
-            output: Output::new(guardrail),
+            output: Output::new(guardrail, log_budget),
         }
     }
 
@@ -62,7 +63,7 @@ impl HostState {
     /// taken out so the store itself need not be torn down (see `Sandbox::close`).
     pub fn take_parts(&mut self) -> (Keyspace, Output) {
         let keyspace = std::mem::replace(&mut self.keyspace, Keyspace::new("", Vec::new(), 0));
-        let output = std::mem::replace(&mut self.output, Output::new(""));
+        let output = std::mem::replace(&mut self.output, Output::new("", 0));
         (keyspace, output)
     }
 }

@@ -7,23 +7,24 @@
 
 use crate::guest_text;
 
-/// Most bytes one guardrail's lines may cost per event.
-pub const BUDGET_BYTES: usize = 64 * 1024;
 /// What a line costs on top of its text: about what sandrail's prefix adds, so the
-/// budget bounds what is really printed (at most 1,024 lines per event).
+/// budget bounds what is really printed (at most 1,024 lines in the default 64 KiB).
 pub const LINE_COST: usize = 64;
 
 /// One guardrail's output for one event.
 pub struct Output {
     guardrail: String,
+    /// Most bytes its lines may cost in this event (`limits.log_kib`).
+    budget: usize,
     used: usize,
     dropped_lines: usize,
 }
 
 impl Output {
-    pub fn new(guardrail: &str) -> Self {
+    pub fn new(guardrail: &str, budget: usize) -> Self {
         Output {
             guardrail: guardrail.to_owned(),
+            budget,
             used: 0,
             dropped_lines: 0,
         }
@@ -33,7 +34,7 @@ impl Output {
     pub fn print(&mut self, label: &str, text: &str) {
         for line in guest_text::lines(text) {
             let cost = line.len() + LINE_COST;
-            if self.used + cost > BUDGET_BYTES {
+            if self.used + cost > self.budget {
                 self.dropped_lines += 1;
                 continue;
             }
@@ -42,15 +43,17 @@ impl Output {
         }
     }
 
-    /// Says how much was dropped, if anything was.
-    pub fn finish(&self, dropped_bytes: usize) {
-        if self.dropped_lines > 0 || dropped_bytes > 0 {
+    /// Says how much was dropped, if anything was; true when something was.
+    pub fn finish(&self, dropped_bytes: usize) -> bool {
+        let exceeded = self.dropped_lines > 0 || dropped_bytes > 0;
+        if exceeded {
             eprintln!(
-                "sandrail: [{}] output limit reached: {} more lines and {dropped_bytes} more bytes dropped (each event allows {} KiB, {LINE_COST} bytes counted per line)",
+                "sandrail: [{}] limit reached: log_kib: {} more lines and {dropped_bytes} more bytes dropped (this guardrail may print {} KiB per event, {LINE_COST} bytes counted per line)",
                 self.guardrail,
                 self.dropped_lines,
-                BUDGET_BYTES / 1024
+                self.budget / 1024
             );
         }
+        exceeded
     }
 }
