@@ -7,6 +7,7 @@ pub mod import;
 pub mod list;
 pub mod overrides;
 pub mod pin;
+pub mod receipts;
 pub mod state;
 pub mod status;
 

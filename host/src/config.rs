@@ -118,6 +118,7 @@ struct RawSettings {
     #[serde(default)]
     inherit_on: Vec<InheritOn>,
     mandate: Option<String>,
+    gate: Option<crate::receipts::Gate>,
 }
 
 /// SessionStart sources after which a new session takes over the counters and
@@ -161,6 +162,7 @@ struct RawGuardrail {
     #[serde(default)]
     facts: Vec<String>,
     on_error: Option<OnError>,
+    gate: Option<crate::receipts::Gate>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -202,6 +204,9 @@ pub struct Config {
     /// The mandate `[settings] mandate` names.
     pub mandate: Option<crate::mandate::Mandate>,
     pub protect: Protect,
+    /// Whether refusals stand (`enforce`) or are only recorded (`observe`), for
+    /// every guardrail that does not set its own.
+    pub gate: crate::receipts::Gate,
     /// The config file's `sandrail.lock`, as it stands.
     pub lock: LockStatus,
 }
@@ -333,6 +338,8 @@ pub struct Guardrail {
     /// When it cannot judge (missing, unloadable, crashed, out of time or memory,
     /// malformed verdict): let the event proceed, or refuse it.
     pub on_error: OnError,
+    /// Its own gate mode; `None`: the config's.
+    pub gate: Option<crate::receipts::Gate>,
 }
 
 impl Guardrail {
@@ -501,7 +508,13 @@ impl Config {
             patterns,
             mandate,
             lock: LockStatus::None,
+            gate: raw.settings.gate.unwrap_or_default(),
         })
+    }
+
+    /// A guardrail's gate mode: its own, else the config's.
+    pub fn gate_of(&self, guardrail: &Guardrail) -> crate::receipts::Gate {
+        guardrail.gate.unwrap_or(self.gate)
     }
 
     /// The guardrails that want this event, in evaluation order.
@@ -663,6 +676,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         data,
         reads_facts,
         on_error: g.on_error.unwrap_or_default(),
+        gate: g.gate,
     })
 }
 

@@ -20,6 +20,7 @@ use crate::event::EventKind;
 use crate::facts::{Costly, SessionFacts};
 use crate::guest_text;
 use crate::protocol::{self, Decision, HookInput};
+use crate::receipts::{Gate, GuardrailRun};
 use crate::runtime::{self, Loaded, Prepared, RunError, Runtime, wit};
 use crate::store::{Escalation, Keyspace, Occurrence, SessionStore, StateTxn, StoreError};
 use crate::transcript;
@@ -62,7 +63,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         .filter_map(|g| match runtime::prepare_guardrail(g) {
             Ok(prepared) => Some((g, prepared)),
             Err(e) => {
-                could_not_judge(&mut decision, g, Stage::NotRun, &e.to_string());
+                not_run(&mut decision, config, g, None, &e.to_string());
                 None
             }
         })
@@ -85,6 +86,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     // (the session still counts the attempt).
     if guarding && let Some(reason) = self_protection(input, config, dirs, &facts) {
         decision.ask = false;
+        decision.trace.host_refused = true;
         decision
             .refusals
             .push(guest_text::attributed(HOST_AUTHOR, &reason));
@@ -169,7 +171,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         .filter_map(|(g, p)| match runtime.load(p) {
             Ok(loaded) => Some((*g, loaded)),
             Err(e) => {
-                could_not_judge(&mut decision, g, Stage::NotRun, &e.to_string());
+                not_run(&mut decision, config, g, Some(&p.sha256), &e.to_string());
                 None
             }
         })
@@ -180,7 +182,16 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     // attempted, whatever became of the attempt.
     let mut cut = !decision.refusals.is_empty() && protocol::can_refuse(input.kind);
     for (guardrail, component) in &loaded {
+        let gate = config.gate_of(guardrail);
+        let mut run = GuardrailRun {
+            name: guardrail.name.clone(),
+            sha256: Some(component.sha256.clone()),
+            verdict: "skipped".to_owned(),
+            gate,
+            ..GuardrailRun::default()
+        };
         if (component.uses_state && state_lost) || (cut && guardrail.flags.is_empty()) {
+            decision.trace.guardrails.push(run);
             continue;
         }
         let mut keyspace = Keyspace::new(
@@ -196,6 +207,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         let mut event = base_event.clone();
         event.config = guardrail.config.to_string();
 
+        let started = std::time::Instant::now();
         let outcome = runtime.run(
             component,
             &guardrail.name,
@@ -204,6 +216,8 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             &guardrail.data,
             guardrail.limits,
         );
+        run.us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        run.exceeded = outcome.exceeded.iter().map(|l| (*l).to_owned()).collect();
         let verdict = outcome
             .result
             .map_err(Failure::Run)
@@ -225,10 +239,20 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             }
         }
         if cut {
+            decision.trace.guardrails.push(run);
             continue;
         }
         match verdict {
             Ok(verdict) => {
+                match &verdict {
+                    wit::Verdict::Pass => run.verdict = "pass".to_owned(),
+                    wit::Verdict::Note(_) => run.verdict = "note".to_owned(),
+                    wit::Verdict::Deny(_) => run.verdict = "deny".to_owned(),
+                    wit::Verdict::Violation(v) => {
+                        run.verdict = "violation".to_owned();
+                        run.rule = Some(v.rule.clone());
+                    }
+                }
                 let verdict = match (verdict, &guardrail.enforcement) {
                     (wit::Verdict::Violation(v), Some(enforcement)) => {
                         let asks = enforcement.soft_block == SoftBlock::Ask;
@@ -250,24 +274,24 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                     }
                     (verdict, _) => Judged::from(verdict),
                 };
-                if record(&mut decision, &guardrail.name, verdict)
-                    && protocol::can_refuse(input.kind)
-                {
-                    cut = true;
+                if let Judged::Escalated { level, .. } = &verdict {
+                    run.level = Some(level.name().to_owned());
                 }
+                run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
+                    record(d, &guardrail.name, verdict)
+                });
             }
             Err(failure) => {
-                let refused = could_not_judge(
-                    &mut decision,
-                    guardrail,
-                    Stage::Failed,
-                    &failure.to_string(),
-                );
-                if refused && protocol::can_refuse(input.kind) {
-                    cut = true;
-                }
+                run.verdict = "failed".to_owned();
+                run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
+                    could_not_judge(d, guardrail, Stage::Failed, &failure.to_string())
+                });
             }
         }
+        if run.refuses && gate == Gate::Enforce && protocol::can_refuse(input.kind) {
+            cut = true;
+        }
+        decision.trace.guardrails.push(run);
     }
 
     advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
@@ -434,6 +458,56 @@ fn report_lost_state(decision: &mut Decision, config: &Config, why: &str) {
     host_failure(decision, config, why);
 }
 
+/// A guardrail that was not run (unreadable, not matching its pin, not loadable):
+/// its failure policy decides, under its gate mode, and the receipt says so.
+fn not_run(
+    decision: &mut Decision,
+    config: &Config,
+    guardrail: &Guardrail,
+    sha256: Option<&str>,
+    why: &str,
+) {
+    let gate = config.gate_of(guardrail);
+    let refuses = gated(decision, &guardrail.name, gate, |d| {
+        could_not_judge(d, guardrail, Stage::NotRun, why)
+    });
+    decision.trace.guardrails.push(GuardrailRun {
+        name: guardrail.name.clone(),
+        sha256: sha256.map(str::to_owned),
+        verdict: "not-run".to_owned(),
+        refuses,
+        gate,
+        ..GuardrailRun::default()
+    });
+}
+
+/// Applies a guardrail's answer (`answer` adds it to the decision it is given and
+/// says whether it refuses) under its gate mode: enforced, it goes into the
+/// decision; observed, its notes do, and what it would have refused only to
+/// stderr and the receipt. Returns whether the answer refuses.
+fn gated(
+    decision: &mut Decision,
+    name: &str,
+    gate: Gate,
+    answer: impl FnOnce(&mut Decision) -> bool,
+) -> bool {
+    match gate {
+        Gate::Enforce => answer(decision),
+        Gate::Observe => {
+            let mut shadow = Decision::default();
+            let refuses = answer(&mut shadow);
+            for refusal in &shadow.refusals {
+                eprintln!("sandrail: [{name}] observe mode, not refused: {refusal}");
+            }
+            decision.notes.append(&mut shadow.notes);
+            if refuses {
+                decision.trace.observed_refusals += 1;
+            }
+            refuses
+        }
+    }
+}
+
 /// Where a guardrail that could not judge gave out.
 enum Stage {
     /// Missing, unreadable, not matching its pin, or not loadable.
@@ -507,10 +581,11 @@ fn self_protection(
 }
 
 /// Under `on_error = "deny"`, refuses the event because sandrail itself failed.
-fn host_failure(decision: &mut Decision, config: &Config, why: &str) {
+pub fn host_failure(decision: &mut Decision, config: &Config, why: &str) {
     if config.on_error == OnError::Deny {
         // Not a question for the user: a refusal.
         decision.ask = false;
+        decision.trace.host_refused = true;
         decision.refusals.push(guest_text::attributed(
             HOST_AUTHOR,
             &format!(

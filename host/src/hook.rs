@@ -17,6 +17,7 @@ use crate::event::EventKind;
 use crate::locations;
 use crate::protect;
 use crate::protocol::{self, HookInput};
+use crate::receipts;
 use crate::store::{SessionStore, StoreError, lifecycle};
 
 /// What `sandrail hook` does once an event is judged.
@@ -71,7 +72,11 @@ pub fn run(stdin: impl Read) -> Outcome {
     {
         protect::remember_registrations(state, project.as_deref());
     }
-    let decision = evaluate::evaluate(&input, &config, &dirs);
+    let mut decision = evaluate::evaluate(&input, &config, &dirs);
+    let judged = !decision.trace.guardrails.is_empty() || decision.trace.host_refused;
+    if judged {
+        write_receipt(&input, &config, dirs.state.as_deref(), &mut decision);
+    }
     if !decision.refusals.is_empty() && !protocol::can_refuse(input.kind) {
         eprintln!(
             "sandrail: {} cannot be refused; the refusal is shown to the user instead",
@@ -88,17 +93,85 @@ pub fn run(stdin: impl Read) -> Outcome {
 /// sandrail's hooks off, unless self-protection is off.
 fn config_change(input: &HookInput, config: &Config, state: Option<&Path>) -> Outcome {
     let mut decision = protocol::Decision::default();
-    if config.protect.enabled
-        && let Some(reason) = protect::config_change_refusal(input, state)
-    {
+    if !config.protect.enabled {
+        return Outcome::default();
+    }
+    if let Some(reason) = protect::config_change_refusal(input, state) {
+        decision.trace.host_refused = true;
         decision.refusals.push(crate::guest_text::attributed(
             evaluate::HOST_AUTHOR,
             &reason,
         ));
     }
+    write_receipt(input, config, state, &mut decision);
     Outcome {
         answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
         block: false,
+    }
+}
+
+/// Records the event's receipt. One that cannot be written is a failure of
+/// sandrail's own, so `on_error` decides whether the event still proceeds.
+fn write_receipt(
+    input: &HookInput,
+    config: &Config,
+    state: Option<&Path>,
+    decision: &mut protocol::Decision,
+) {
+    let why = match state {
+        None => "no state directory (set SANDRAIL_STATE_DIR or HOME), so no receipt is written"
+            .to_owned(),
+        Some(state) => {
+            let answered = answered(input.kind, decision);
+            let observed = (decision.trace.observed_refusals > 0
+                && answered == "allow"
+                && protocol::can_refuse(input.kind))
+            .then(|| refused(input.kind).to_owned());
+            let receipt = receipts::Receipt {
+                id: String::new(),
+                seq: 0,
+                time: crate::clock::rfc3339(crate::clock::now()),
+                session: input.session_id.clone(),
+                event: input.kind.to_string(),
+                tool: input.tool_name.clone(),
+                input_sha256: input
+                    .tool_input
+                    .as_deref()
+                    .map(|i| crate::sha256_hex(i.as_bytes())),
+                guardrails: decision.trace.guardrails.clone(),
+                decision: answered.to_owned(),
+                observed,
+                gate: config.gate,
+                prev: String::new(),
+            };
+            match receipts::append(state, receipt) {
+                Ok(_) => return,
+                Err(e) => e.to_string(),
+            }
+        }
+    };
+    eprintln!("sandrail: {why}");
+    evaluate::host_failure(decision, config, &why);
+}
+
+/// What the harness is answered, in a receipt's words.
+fn answered(kind: EventKind, decision: &protocol::Decision) -> &'static str {
+    if decision.refusals.is_empty() || !protocol::can_refuse(kind) {
+        "allow"
+    } else if decision.ask {
+        "ask"
+    } else {
+        refused(kind)
+    }
+}
+
+/// A refusal of this event, in a receipt's words: a tool call is denied, anything
+/// else blocked.
+fn refused(kind: EventKind) -> &'static str {
+    if kind == EventKind::PreToolUse {
+        "deny"
+    } else {
+        "block"
     }
 }
 

@@ -37,6 +37,7 @@ pub mod lock;
 pub mod mandate;
 pub mod protect;
 pub mod protocol;
+pub mod receipts;
 pub mod runtime;
 pub mod shell;
 pub mod store;

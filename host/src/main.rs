@@ -58,6 +58,21 @@ enum Command {
     /// Import rules from another tool into the config in force.
     #[command(subcommand)]
     Import(Import),
+    /// List the decision receipts (one per judged event), or verify their hash chain.
+    Receipts {
+        /// Only this session's.
+        #[arg(long)]
+        session: Option<String>,
+        /// Only those since a time (2026-12-01T09:00:00Z) or a span back from now (2h).
+        #[arg(long)]
+        since: Option<String>,
+        /// The receipts as they are stored: one JSON object per line.
+        #[arg(long)]
+        json: bool,
+        /// Check that no receipt was edited, inserted or removed (exit 1 if one was).
+        #[arg(long)]
+        verify: bool,
+    },
     /// Print the override trail: soft_blocks a person let through.
     Overrides {
         /// Only this session's.
@@ -135,6 +150,19 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::List { json } => commands::list::run(json),
         Command::CheckConfig => commands::check_config::run(),
         Command::Pin => commands::pin::run(),
+        Command::Receipts {
+            session,
+            since,
+            json,
+            verify,
+        } => commands::receipts::run(
+            commands::receipts::Filter {
+                session: session.as_deref(),
+                since: since.as_deref(),
+            },
+            json,
+            verify,
+        ),
         Command::Facts { session } => commands::facts::run(session),
         Command::State(cmd) => commands::state::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),

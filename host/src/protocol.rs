@@ -278,6 +278,8 @@ pub struct Decision {
     /// The refusal is a question for the user (a soft_block answering `ask`):
     /// where the harness can prompt, it asks instead of refusing.
     pub ask: bool,
+    /// Who judged and how, for the receipt.
+    pub trace: crate::receipts::Trace,
 }
 
 impl Decision {

@@ -162,9 +162,7 @@ fn config_with_a_missing_wasm_file() {
         check.stdout()
     );
     assert!(
-        check
-            .stderr()
-            .contains("1 of 2 guardrails cannot be loaded"),
+        check.stderr().contains("1 problem(s) among 2 guardrails"),
         "{}",
         check.stderr()
     );

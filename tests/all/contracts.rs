@@ -134,9 +134,7 @@ require = "tool.name ==""#,
         check.stdout()
     );
     assert!(
-        check
-            .stderr()
-            .contains("1 of 1 guardrails cannot be loaded"),
+        check.stderr().contains("1 problem(s) among 1 guardrails"),
         "{}",
         check.stderr()
     );

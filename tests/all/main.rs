@@ -19,5 +19,6 @@ mod integrity;
 mod isolation;
 mod limits;
 mod protect;
+mod receipts;
 mod sdk;
 mod sessions;

@@ -1,0 +1,147 @@
+//! `sandrail receipts`: list the decision receipts, or verify their hash chain.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+
+use sandrail::locations;
+use sandrail::receipts::{self, Receipt};
+
+pub struct Filter<'a> {
+    pub session: Option<&'a str>,
+    pub since: Option<&'a str>,
+}
+
+pub fn run(filter: Filter<'_>, as_json: bool, verify: bool) -> anyhow::Result<ExitCode> {
+    let state = locations::state_dir()
+        .context("no state directory (set SANDRAIL_STATE_DIR or HOME): there are no receipts")?;
+    if verify {
+        return verify_chain(&state);
+    }
+    let since = filter.since.map(since_seconds).transpose()?;
+    let mut out = std::io::stdout().lock();
+    let mut unreadable = 0;
+    let mut shown = 0;
+    for (line, receipt) in receipts::read_all(&state)? {
+        let receipt = match receipt {
+            Ok(receipt) => receipt,
+            Err(e) => {
+                unreadable += 1;
+                eprintln!("sandrail: line {line} is not a receipt: {e}");
+                continue;
+            }
+        };
+        if filter.session.is_some_and(|s| receipt.session != s)
+            || since.is_some_and(|since| seconds(&receipt.time).is_some_and(|t| t < since))
+        {
+            continue;
+        }
+        shown += 1;
+        if as_json {
+            writeln!(out, "{}", serde_json::to_string(&receipt)?)?;
+        } else {
+            writeln!(out, "{}", one_line(&receipt))?;
+        }
+    }
+    if shown == 0 && !as_json {
+        writeln!(out, "no receipts in {}", receipts::path(&state).display())?;
+    }
+    if unreadable > 0 {
+        bail!("{unreadable} line(s) are not receipts; run `sandrail receipts --verify`");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `time  session  event tool  decision  guardrail:verdict …`
+fn one_line(r: &Receipt) -> String {
+    let decision = match &r.observed {
+        Some(observed) => format!("{} (observe: would {observed})", r.decision),
+        None => r.decision.clone(),
+    };
+    let guardrails: Vec<String> = r
+        .guardrails
+        .iter()
+        .map(|g| {
+            let mut text = format!("{}:{}", g.name, g.verdict);
+            if let Some(rule) = &g.rule {
+                text.push_str(&format!("/{rule}"));
+            }
+            if let Some(level) = &g.level {
+                text.push_str(&format!("@{level}"));
+            }
+            if !g.exceeded.is_empty() {
+                text.push_str(&format!("[{}]", g.exceeded.join(",")));
+            }
+            text
+        })
+        .collect();
+    format!(
+        "{}  {}  {} {}  {}  {}",
+        r.time,
+        r.session,
+        r.event,
+        r.tool.as_deref().unwrap_or("-"),
+        decision,
+        if guardrails.is_empty() {
+            "[sandrail]".to_owned()
+        } else {
+            guardrails.join(" ")
+        }
+    )
+}
+
+fn verify_chain(state: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let verified = receipts::verify(state)?;
+    let path = receipts::path(state);
+    for problem in &verified.breaks {
+        println!("broken  {problem}");
+    }
+    let last = verified.last.as_ref().map_or(String::new(), |(seq, hash)| {
+        format!("; the last is seq {seq}, line hash {hash} (a copy shipped elsewhere that goes further shows lines removed from the end)")
+    });
+    if verified.breaks.is_empty() {
+        println!(
+            "{}: {} receipts, chain intact{last}",
+            path.display(),
+            verified.receipts
+        );
+        Ok(ExitCode::SUCCESS)
+    } else {
+        bail!(
+            "{}: the chain is broken in {} place(s) among {} receipts",
+            path.display(),
+            verified.breaks.len(),
+            verified.receipts
+        )
+    }
+}
+
+/// `--since`: an RFC 3339 time (`2026-12-01T09:00:00Z`, `2026-12-01 09:00:00`) or
+/// a span back from now (`30m`, `2h`, `1day`).
+fn since_seconds(text: &str) -> anyhow::Result<u64> {
+    let time = humantime::parse_rfc3339_weak(text)
+        .or_else(|_| {
+            humantime::parse_duration(text).map(|span| {
+                UNIX_EPOCH + std::time::Duration::from_secs(sandrail::clock::now())
+                    - span.min(std::time::Duration::from_secs(sandrail::clock::now()))
+            })
+        })
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "--since {text:?} is neither a time (2026-12-01T09:00:00Z) nor a span back from now (30m, 2h, 1day)"
+            )
+        })?;
+    Ok(epoch_seconds(time))
+}
+
+fn seconds(rfc3339: &str) -> Option<u64> {
+    humantime::parse_rfc3339_weak(rfc3339)
+        .ok()
+        .map(epoch_seconds)
+}
+
+fn epoch_seconds(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,364 @@
+//! Receipts: one JSON line per judged event, in the state directory, each chained to
+//! the one before it by hash, so that an edited or deleted line is detectable.
+//!
+//! A receipt says what was decided and by whom — each guardrail's verdict, level,
+//! time taken and component hash, the gate mode, the final decision — and never
+//! what the agent sent: the tool input is recorded as its sha256. Lines are JSON so
+//! that a log shipper can carry them off the machine; a copy kept elsewhere is
+//! also what shows lines removed from the end, which no chain can show by itself.
+//!
+//! Appends from concurrent hooks are serialised by an exclusive lock on the file;
+//! each reads only the file's last line to chain to it, so a receipt costs the
+//! same however long the file has grown.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// The receipts file's name in the state directory.
+pub const FILE: &str = "receipts.jsonl";
+/// The `prev` of the first receipt.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// How long an append waits for another process's.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
+/// How much of the file's end is read at first to find its last line.
+const TAIL_CHUNK: u64 = 8 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiptError {
+    #[error("cannot write the receipt to {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write the receipt to {0}: another process held it for 2 s")]
+    Busy(PathBuf),
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Whether refusals stand or are only recorded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Gate {
+    /// Refusals refuse.
+    #[default]
+    Enforce,
+    /// Decide and record, never refuse: what would have been refused goes to
+    /// stderr and the receipt, and the event proceeds.
+    Observe,
+}
+
+/// One guardrail's part in an event.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuardrailRun {
+    pub name: String,
+    /// The sha256 of the component that ran (absent when none could be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// `pass`, `note`, `deny`, `violation`, `failed` (it could not judge) or
+    /// `not-run` (missing, unloadable, not matching its pin).
+    pub verdict: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The escalation level a violation came to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+    /// Whether its answer refuses the event (or would, in observe mode).
+    pub refuses: bool,
+    pub gate: Gate,
+    /// Microseconds from instantiation to verdict.
+    pub us: u64,
+    /// The limits it reached, by config name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exceeded: Vec<String>,
+}
+
+/// What the evaluation leaves for the receipt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Trace {
+    pub guardrails: Vec<GuardrailRun>,
+    /// Refused by the host itself (self-protection, a failure under `on_error`).
+    pub host_refused: bool,
+    /// Refusals that observe mode let through.
+    pub observed_refusals: usize,
+}
+
+/// One line of the receipts file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// Unique across files and machines: a hash of the line's place and content.
+    pub id: String,
+    /// Its position in this file's chain, from 1.
+    pub seq: u64,
+    pub time: String,
+    pub session: String,
+    pub event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The sha256 of the tool input as sent; the input itself is never recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_sha256: Option<String>,
+    pub guardrails: Vec<GuardrailRun>,
+    /// What the harness was answered: `allow`, `deny`, `ask` or `block`.
+    pub decision: String,
+    /// What enforcing every guardrail would have answered, when observe mode
+    /// answered otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<String>,
+    /// The config's gate mode.
+    pub gate: Gate,
+    /// The sha256 of the previous line (its bytes without the newline).
+    pub prev: String,
+}
+
+/// The receipts file of a state directory.
+pub fn path(state_dir: &Path) -> PathBuf {
+    state_dir.join(FILE)
+}
+
+/// Appends `receipt` (its `seq`, `prev` and `id` are filled in here) to the
+/// state directory's receipts, under an exclusive lock.
+pub fn append(state_dir: &Path, mut receipt: Receipt) -> Result<Receipt, ReceiptError> {
+    let path = path(state_dir);
+    let io = |source| ReceiptError::Io {
+        path: path.clone(),
+        source,
+    };
+    crate::locations::create_private_dir(state_dir).map_err(io)?;
+    let mut file = open_for_append(&path).map_err(io)?;
+    let started = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Err(ReceiptError::Busy(path)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        }
+    }
+    let (last, ends_with_newline) = last_line(&mut file).map_err(io)?;
+    match &last {
+        Some(line) => {
+            receipt.prev = crate::sha256_hex(line);
+            receipt.seq = serde_json::from_slice::<Receipt>(line)
+                .map_or(0, |r| r.seq)
+                .saturating_add(1)
+                .max(1);
+        }
+        None => {
+            receipt.prev = GENESIS.to_owned();
+            receipt.seq = 1;
+        }
+    }
+    receipt.id = crate::sha256_hex(
+        format!(
+            "{}:{}:{}:{}",
+            receipt.prev,
+            receipt.time,
+            receipt.session,
+            std::process::id()
+        )
+        .as_bytes(),
+    )[..24]
+        .to_owned();
+    let mut line = Vec::with_capacity(1024);
+    if last.is_some() && !ends_with_newline {
+        // The last write was cut short: end it, and chain to what it left.
+        line.push(b'\n');
+    }
+    serde_json::to_writer(&mut line, &receipt).map_err(|e| io(e.into()))?;
+    line.push(b'\n');
+    // One write of the whole line: an O_APPEND write is not interleaved.
+    file.write_all(&line).map_err(io)?;
+    Ok(receipt)
+}
+
+fn open_for_append(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).append(true).create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// The file's last line (without its newline) and whether the file ends with a
+/// newline, reading back from the end only as far as that line starts.
+fn last_line(file: &mut std::fs::File) -> std::io::Result<(Option<Vec<u8>>, bool)> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok((None, true));
+    }
+    let mut chunk = TAIL_CHUNK.min(len);
+    loop {
+        let start = len - chunk;
+        file.seek(SeekFrom::Start(start))?;
+        let mut tail = Vec::with_capacity(chunk as usize);
+        Read::take(&*file, chunk).read_to_end(&mut tail)?;
+        let ends_with_newline = tail.last() == Some(&b'\n');
+        let body = if ends_with_newline {
+            &tail[..tail.len() - 1]
+        } else {
+            &tail[..]
+        };
+        match body.iter().rposition(|&b| b == b'\n') {
+            Some(at) => return Ok((Some(body[at + 1..].to_vec()), ends_with_newline)),
+            None if start == 0 => return Ok((Some(body.to_vec()), ends_with_newline)),
+            None => chunk = (chunk * 4).min(len),
+        }
+    }
+}
+
+/// A receipts line by its number: the receipt, or why it is not one.
+pub type Line = (usize, Result<Receipt, String>);
+
+/// Reads every receipt; lines that are not receipts are reported by number.
+pub fn read_all(state_dir: &Path) -> Result<Vec<Line>, ReceiptError> {
+    let path = path(state_dir);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(ReceiptError::Read { path, source }),
+    };
+    Ok(lines(&bytes)
+        .enumerate()
+        .map(|(i, line)| {
+            (
+                i + 1,
+                serde_json::from_slice::<Receipt>(line).map_err(|e| e.to_string()),
+            )
+        })
+        .collect())
+}
+
+fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes
+        .strip_suffix(b"\n")
+        .unwrap_or(bytes)
+        .split(|&b| b == b'\n')
+        .filter(|_| !bytes.is_empty())
+}
+
+/// How the chain stands.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Verified {
+    pub receipts: usize,
+    /// The last receipt's seq and the hash of its line: what a copy shipped
+    /// elsewhere must end with.
+    pub last: Option<(u64, String)>,
+    /// Each place the chain breaks, by line number.
+    pub breaks: Vec<String>,
+}
+
+/// Walks the chain: each line must parse, carry the hash of the line before it
+/// and the next seq.
+pub fn verify(state_dir: &Path) -> Result<Verified, ReceiptError> {
+    let path = path(state_dir);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Verified::default()),
+        Err(source) => return Err(ReceiptError::Read { path, source }),
+    };
+    let mut verified = Verified::default();
+    let mut prev_hash = GENESIS.to_owned();
+    let mut prev_seq = 0;
+    for (i, line) in lines(&bytes).enumerate() {
+        let n = i + 1;
+        let hash = crate::sha256_hex(line);
+        match serde_json::from_slice::<Receipt>(line) {
+            Ok(receipt) => {
+                verified.receipts += 1;
+                if receipt.prev != prev_hash {
+                    verified.breaks.push(format!(
+                        "line {n} (seq {}): it chains to {}, but the line before it hashes to {prev_hash}: that line was edited, or lines were removed or inserted here",
+                        receipt.seq, receipt.prev
+                    ));
+                } else if receipt.seq != prev_seq + 1 {
+                    verified.breaks.push(format!(
+                        "line {n}: seq {} follows seq {prev_seq}",
+                        receipt.seq
+                    ));
+                }
+                prev_seq = receipt.seq;
+                verified.last = Some((receipt.seq, hash.clone()));
+            }
+            Err(e) => verified
+                .breaks
+                .push(format!("line {n} is not a receipt: {e}")),
+        }
+        prev_hash = hash;
+    }
+    Ok(verified)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receipt(session: &str) -> Receipt {
+        Receipt {
+            id: String::new(),
+            seq: 0,
+            time: "2026-12-01T00:00:00Z".into(),
+            session: session.into(),
+            event: "PreToolUse".into(),
+            tool: Some("Bash".into()),
+            input_sha256: None,
+            guardrails: Vec::new(),
+            decision: "allow".into(),
+            observed: None,
+            gate: Gate::Enforce,
+            prev: String::new(),
+        }
+    }
+
+    #[test]
+    fn appends_chain_and_verify_finds_an_edit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for i in 0..5 {
+            let written = append(dir.path(), receipt(&format!("s{i}"))).expect("append");
+            assert_eq!(written.seq, i + 1);
+        }
+        let verified = verify(dir.path()).expect("verify");
+        assert_eq!(verified.receipts, 5);
+        assert!(verified.breaks.is_empty(), "{:?}", verified.breaks);
+
+        let file = path(dir.path());
+        let text = std::fs::read_to_string(&file).expect("read");
+        std::fs::write(&file, text.replacen("\"s2\"", "\"s9\"", 1)).expect("edit");
+        let verified = verify(dir.path()).expect("verify");
+        assert_eq!(verified.breaks.len(), 1, "{:?}", verified.breaks);
+        assert!(
+            verified.breaks[0].starts_with("line 4 (seq 4)"),
+            "{:?}",
+            verified.breaks
+        );
+    }
+
+    #[test]
+    fn a_long_last_line_is_found_and_a_torn_one_is_ended() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut long = receipt("s");
+        long.session = "x".repeat(40_000);
+        append(dir.path(), long).expect("append");
+        assert_eq!(append(dir.path(), receipt("t")).expect("append").seq, 2);
+        let file = path(dir.path());
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .expect("open");
+        f.write_all(b"{\"torn").expect("tear");
+        let after = append(dir.path(), receipt("u")).expect("append");
+        assert_eq!(after.prev, crate::sha256_hex(b"{\"torn"));
+        let verified = verify(dir.path()).expect("verify");
+        assert_eq!(verified.receipts, 3);
+        assert_eq!(verified.breaks.len(), 2, "{:?}", verified.breaks);
+        assert!(verified.breaks[0].starts_with("line 3 is not a receipt"));
+    }
+}

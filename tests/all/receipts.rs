@@ -1,0 +1,287 @@
+//! Receipts: every judged event leaves one hash-chained JSON line in the state
+//! directory; `sandrail receipts` lists and verifies them; observe mode decides and
+//! records but never refuses.
+
+use serde_json::{Value, json};
+
+use crate::concurrency::hooks_at_once_on;
+use crate::support::*;
+
+fn receipts_file(project: &Project) -> std::path::PathBuf {
+    project.state_dir().join("receipts.jsonl")
+}
+
+fn receipts(project: &Project) -> Vec<Value> {
+    std::fs::read_to_string(receipts_file(project))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+#[test]
+fn each_judged_event_leaves_a_receipt_without_the_input() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = Project::new();
+    let secret = "git push --force origin main # token=hunter2";
+    assert!(
+        project
+            .hook(&bash("sess-r1", secret))
+            .deny_reason()
+            .is_some()
+    );
+    project.hook(&bash("sess-r1", "ls -la")).assert_silent();
+    project.hook(&bash("sess-r2", "ls -la")).assert_silent();
+
+    let text = std::fs::read_to_string(receipts_file(&project)).expect("receipts");
+    assert!(
+        !text.contains("hunter2") && !text.contains("push --force"),
+        "{text}"
+    );
+    let mode = std::fs::metadata(receipts_file(&project))
+        .expect("meta")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let all = receipts(&project);
+    assert_eq!(all.len(), 3, "{text}");
+    let denied = &all[0];
+    assert_eq!(denied["seq"], 1);
+    assert_eq!(denied["session"], "sess-r1");
+    assert_eq!(denied["event"], "PreToolUse");
+    assert_eq!(denied["tool"], "Bash");
+    assert_eq!(denied["decision"], "deny");
+    assert_eq!(denied["gate"], "enforce");
+    assert_eq!(denied["prev"].as_str().map(str::len), Some(64));
+    let builtin = sandrail::builtins::get_with_sha256("destructive-commands")
+        .expect("builtin")
+        .1;
+    let run = &denied["guardrails"][0];
+    assert_eq!(run["name"], "destructive-commands");
+    assert_eq!(run["sha256"], builtin);
+    assert_eq!(run["verdict"], "violation");
+    assert_eq!(run["rule"], "force-push");
+    assert_eq!(run["refuses"], true);
+    assert!(run["us"].as_u64().is_some_and(|us| us > 0), "{run}");
+    assert_eq!(all[1]["decision"], "allow");
+    assert_eq!(all[1]["guardrails"][0]["verdict"], "pass");
+    // The same input hashes the same in another session; another input does not.
+    assert_eq!(all[1]["input_sha256"], all[2]["input_sha256"]);
+    assert_ne!(all[0]["input_sha256"], all[1]["input_sha256"]);
+    assert_ne!(all[0]["id"], all[1]["id"]);
+
+    let listed = project.run(&["receipts", "--session", "sess-r1"]);
+    assert!(listed.ok(), "{}", listed.stderr());
+    let out = listed.stdout();
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(
+        out.contains("sess-r1  PreToolUse Bash  deny  destructive-commands:violation/force-push"),
+        "{out}"
+    );
+    let json = project.run(&["receipts", "--json", "--session", "sess-r2"]);
+    assert_eq!(json.stdout().lines().count(), 1);
+    let future = project.run(&["receipts", "--since", "2999-01-01T00:00:00Z"]);
+    assert!(
+        future.stdout().contains("no receipts in"),
+        "{}",
+        future.stdout()
+    );
+    let recent = project.run(&["receipts", "--since", "1h", "--json"]);
+    assert_eq!(recent.stdout().lines().count(), 3, "{}", recent.stdout());
+    let bad = project.run(&["receipts", "--since", "yesterday-ish"]);
+    assert_eq!(bad.code(), Some(1));
+    assert!(
+        bad.stderr().contains("is neither a time"),
+        "{}",
+        bad.stderr()
+    );
+}
+
+#[test]
+fn verify_finds_an_edited_or_removed_receipt() {
+    let project = Project::new();
+    for i in 0..4 {
+        project
+            .hook(&bash("sess-chain", &format!("ls {i}")))
+            .assert_silent();
+    }
+    let ok = project.run(&["receipts", "--verify"]);
+    assert!(ok.ok(), "{}", ok.stderr());
+    assert!(
+        ok.stdout()
+            .contains("4 receipts, chain intact; the last is seq 4"),
+        "{}",
+        ok.stdout()
+    );
+
+    let file = receipts_file(&project);
+    let original = std::fs::read_to_string(&file).expect("read");
+    // An allow turned into a deny.
+    std::fs::write(
+        &file,
+        original.replacen("\"decision\":\"allow\"", "\"decision\":\"deny\"", 1),
+    )
+    .expect("edit");
+    let edited = project.run(&["receipts", "--verify"]);
+    assert_eq!(edited.code(), Some(1));
+    assert!(
+        edited
+            .stdout()
+            .contains("broken  line 2 (seq 2): it chains to"),
+        "{}",
+        edited.stdout()
+    );
+    assert!(
+        edited
+            .stderr()
+            .contains("the chain is broken in 1 place(s) among 4 receipts"),
+        "{}",
+        edited.stderr()
+    );
+
+    // The third receipt removed.
+    let kept: Vec<&str> = original
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| *i != 2)
+        .map(|(_, l)| l)
+        .collect();
+    std::fs::write(&file, kept.join("\n") + "\n").expect("remove");
+    let removed = project.run(&["receipts", "--verify"]);
+    assert_eq!(removed.code(), Some(1));
+    assert!(
+        removed.stdout().contains("broken  line 3 (seq 4)"),
+        "{}",
+        removed.stdout()
+    );
+
+    // Restored, the chain holds and goes on.
+    std::fs::write(&file, &original).expect("restore");
+    project
+        .hook(&bash("sess-chain", "ls again"))
+        .assert_silent();
+    assert!(
+        project
+            .run(&["receipts", "--verify"])
+            .stdout()
+            .contains("5 receipts, chain intact")
+    );
+}
+
+#[test]
+fn parallel_hooks_chain_every_receipt() {
+    let project = Project::new();
+    let payloads: Vec<Vec<u8>> = (0..40)
+        .map(|i| bash(&format!("sess-par-{}", i % 4), &format!("ls {i}")))
+        .collect();
+    let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+    for run in hooks_at_once_on(&project, &refs) {
+        run.assert_silent();
+    }
+    let verified = project.run(&["receipts", "--verify"]);
+    assert!(verified.ok(), "{}{}", verified.stdout(), verified.stderr());
+    assert!(
+        verified.stdout().contains("40 receipts, chain intact"),
+        "{}",
+        verified.stdout()
+    );
+}
+
+const OBSERVED_AND_ENFORCED: &str = r#"
+[[guardrail]]
+name = "destructive-commands"
+source = "builtin:destructive-commands"
+events = ["PreToolUse"]
+matcher = "Bash"
+gate = "observe"
+
+[[guardrail]]
+name = "no-destructive-git"
+source = "builtin:no-destructive-git"
+events = ["PreToolUse"]
+matcher = "Bash"
+"#;
+
+#[test]
+fn observe_mode_records_what_it_would_refuse_and_refuses_nothing() {
+    let project = Project::new();
+    project.config("[settings]\ngate = \"observe\"\n");
+    let mut config = String::from("[settings]\ngate = \"observe\"\n");
+    config.push_str(&OBSERVED_AND_ENFORCED.replace("gate = \"observe\"\n", ""));
+    project.config(&config);
+    let run = project.hook(&bash("sess-obs", "git push --force origin main"));
+    run.assert_silent();
+    let told = run.stderr();
+    assert!(
+        told.contains("sandrail: [destructive-commands] observe mode, not refused: [destructive-commands/force-push]"),
+        "{told}"
+    );
+    assert!(
+        told.contains("sandrail: [no-destructive-git] observe mode, not refused"),
+        "{told}"
+    );
+    let receipt = receipts(&project).pop().expect("a receipt");
+    assert_eq!(receipt["gate"], "observe");
+    assert_eq!(receipt["decision"], "allow");
+    assert_eq!(receipt["observed"], "deny");
+    assert_eq!(receipt["guardrails"][0]["refuses"], true);
+    assert_eq!(
+        receipt["guardrails"][1]["refuses"], true,
+        "an observed refusal does not cut the chain"
+    );
+    let listed = project.run(&["receipts"]);
+    assert!(
+        listed.stdout().contains("allow (observe: would deny)"),
+        "{}",
+        listed.stdout()
+    );
+}
+
+#[test]
+fn one_guardrail_observed_beside_an_enforced_one() {
+    let project = Project::new();
+    project.config(OBSERVED_AND_ENFORCED);
+    let run = project.hook(&bash("sess-obs2", "git push --force origin main"));
+    let reason = run.deny_reason().expect("the enforced guardrail refuses");
+    assert!(
+        reason.starts_with("[no-destructive-git/force-push]"),
+        "{reason}"
+    );
+    assert!(!reason.contains("[destructive-commands"), "{reason}");
+    let receipt = receipts(&project).pop().expect("a receipt");
+    assert_eq!(receipt["decision"], "deny");
+    assert_eq!(receipt["guardrails"][0]["gate"], "observe");
+    assert_eq!(receipt["guardrails"][1]["gate"], "enforce");
+    // Only the observed one: the call proceeds.
+    let run = project.hook(&bash("sess-obs2", "rm -rf /usr"));
+    run.assert_silent();
+    assert!(
+        run.stderr().contains("observe mode, not refused"),
+        "{}",
+        run.stderr()
+    );
+
+    project.config("[settings]\ngate = \"watch\"\n");
+    let check = project.run(&["check-config"]);
+    assert!(
+        check.stderr().contains("unknown variant `watch`"),
+        "{}",
+        check.stderr()
+    );
+}
+
+#[test]
+fn a_limit_reached_is_in_the_receipt() {
+    let project = Project::new();
+    project.config(&probe_config(&[(
+        "probe",
+        "[guardrail.limits]\nlog_kib = 1\n[guardrail.config]\naction = \"flood\"\ncount = 8\n",
+    )]));
+    project.hook(&bash("sess-rlimit", "ls"));
+    let receipt = receipts(&project).pop().expect("a receipt");
+    assert_eq!(
+        receipt["guardrails"][0]["exceeded"],
+        json!(["log_kib"]),
+        "{receipt}"
+    );
+}
