@@ -1,9 +1,11 @@
 //! One module per subcommand; `main.rs` only dispatches.
 
+pub mod audit;
 pub mod check_config;
 pub mod facts;
 pub mod guardrail;
 pub mod import;
+pub mod inspect;
 pub mod list;
 pub mod overrides;
 pub mod pin;

@@ -32,6 +32,7 @@ pub mod facts;
 pub mod files;
 pub mod guest_text;
 pub mod hook;
+pub mod inspect;
 pub mod locations;
 pub mod lock;
 pub mod mandate;

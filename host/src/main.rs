@@ -53,6 +53,20 @@ enum Command {
     /// Switch a guardrail on or off: in the config in force, or for one session.
     #[command(subcommand)]
     Guardrail(Switch),
+    /// What a component is, what each import reaches, and what the config grants it.
+    Inspect {
+        /// A component file, or builtin:NAME.
+        component: String,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every configured guardrail with its hash, pin, grants, limits and reach.
+    Audit {
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write the sha256 of every component in force to sandrail.lock beside the config.
     Pin,
     /// Import rules from another tool into the config in force.
@@ -150,6 +164,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::List { json } => commands::list::run(json),
         Command::CheckConfig => commands::check_config::run(),
         Command::Pin => commands::pin::run(),
+        Command::Inspect { component, json } => commands::inspect::run(&component, json),
+        Command::Audit { json } => commands::audit::run(json),
         Command::Receipts {
             session,
             since,

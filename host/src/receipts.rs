@@ -54,6 +54,16 @@ pub enum Gate {
     Observe,
 }
 
+impl Gate {
+    /// As the config writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Gate::Enforce => "enforce",
+            Gate::Observe => "observe",
+        }
+    }
+}
+
 /// One guardrail's part in an event.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GuardrailRun {

@@ -129,7 +129,7 @@ pub enum RunError {
 /// A component read and checked against its pin, not yet compiled: enough to know
 /// what it needs before anything costly starts.
 pub struct Prepared {
-    bytes: Cow<'static, [u8]>,
+    pub bytes: Cow<'static, [u8]>,
     pub sha256: String,
     /// Whether the component imports `state` or `flags` at all. One that does not
     /// never needs the database, so an event whose guardrails are all stateless
@@ -156,6 +156,14 @@ impl Loaded {
     pub fn configurable(&self) -> bool {
         self.configure.is_some()
     }
+}
+
+/// What a component imports and exports: each name with what it holds.
+pub struct Shape {
+    pub imports: Vec<(String, Vec<String>)>,
+    pub exports: Vec<(String, Vec<String>)>,
+    /// Whether it links against the host: `Err` says why not.
+    pub links: Result<(), String>,
 }
 
 /// What one guardrail run produced.
@@ -263,6 +271,46 @@ impl Runtime {
             uses_state: prepared.uses_state,
             pre,
             configure,
+        })
+    }
+
+    /// A component's imports and exports as wasmtime sees them — each with the
+    /// functions of an interface, `"func"` for a function, or its kind — and
+    /// whether it links against what the host provides (`Err`: why not, naming
+    /// the import). Compiles the component, or takes it from the cache.
+    pub fn shape(&self, prepared: &Prepared) -> Result<Shape, LoadError> {
+        use wasmtime::component::types::ComponentItem;
+        let component =
+            self.cache
+                .get_or_compile(&self.engine, &prepared.bytes, &prepared.sha256)?;
+        let ty = component.component_type();
+        let items = |item: &ComponentItem| -> Vec<String> {
+            match item {
+                ComponentItem::ComponentInstance(instance) => instance
+                    .exports(&self.engine)
+                    .map(|(name, _)| name.to_owned())
+                    .collect(),
+                ComponentItem::ComponentFunc(_) => vec!["func".to_owned()],
+                ComponentItem::CoreFunc(_) => vec!["core func".to_owned()],
+                ComponentItem::Module(_) => vec!["core module".to_owned()],
+                ComponentItem::Component(_) => vec!["component".to_owned()],
+                ComponentItem::Type(_) => vec!["type".to_owned()],
+                ComponentItem::Resource(_) => vec!["resource".to_owned()],
+            }
+        };
+        let imports = ty
+            .imports(&self.engine)
+            .map(|(name, e)| (name.to_owned(), items(&e.ty)))
+            .collect();
+        let exports = ty
+            .exports(&self.engine)
+            .map(|(name, e)| (name.to_owned(), items(&e.ty)))
+            .collect();
+        let links = self.load(prepared).map(|_| ()).map_err(|e| e.to_string());
+        Ok(Shape {
+            imports,
+            exports,
+            links,
         })
     }
 

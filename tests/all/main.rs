@@ -15,6 +15,7 @@ mod facts;
 mod failure_policy;
 mod flags;
 mod hostile;
+mod inspect;
 mod integrity;
 mod isolation;
 mod limits;
