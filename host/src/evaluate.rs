@@ -284,7 +284,13 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             Err(failure) => {
                 run.verdict = "failed".to_owned();
                 run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
-                    could_not_judge(d, guardrail, Stage::Failed, &failure.to_string())
+                    could_not_judge(
+                        d,
+                        guardrail,
+                        Stage::Failed,
+                        &failure.to_string(),
+                        &failure.brief(),
+                    )
                 });
             }
         }
@@ -469,7 +475,13 @@ fn not_run(
 ) {
     let gate = config.gate_of(guardrail);
     let refuses = gated(decision, &guardrail.name, gate, |d| {
-        could_not_judge(d, guardrail, Stage::NotRun, why)
+        could_not_judge(
+            d,
+            guardrail,
+            Stage::NotRun,
+            why,
+            &guest_text::one_line(why, runtime::BRIEF_CHARS),
+        )
     });
     decision.trace.guardrails.push(GuardrailRun {
         name: guardrail.name.clone(),
@@ -516,13 +528,16 @@ enum Stage {
     Failed,
 }
 
-/// A guardrail that could not judge: stderr names it and the cause, and its
-/// `on_error` decides. Returns whether the event is refused for it.
+/// A guardrail that could not judge: stderr names it and the cause in full
+/// (`why`), the agent reads it in one line (`brief`: a trap without its
+/// backtrace), and its `on_error` decides. Returns whether the event is refused
+/// for it.
 fn could_not_judge(
     decision: &mut Decision,
     guardrail: &Guardrail,
     stage: Stage,
     why: &str,
+    brief: &str,
 ) -> bool {
     let name = &guardrail.name;
     match (guardrail.on_error, stage) {
@@ -537,13 +552,6 @@ fn could_not_judge(
             false
         }
         (OnError::Deny, _) => {
-            // A trap's account ends with its cause; the backtrace before it is for
-            // stderr, not for the agent.
-            let brief = why
-                .lines()
-                .map(str::trim)
-                .rfind(|line| !line.is_empty())
-                .unwrap_or(why);
             eprintln!(
                 "sandrail: guardrail '{name}' could not judge: {why}; the event is refused (its on_error = \"deny\")"
             );
@@ -606,6 +614,16 @@ enum Failure {
     Malformed(String),
 }
 
+impl Failure {
+    /// In one short line, for the agent.
+    fn brief(&self) -> String {
+        match self {
+            Failure::Run(e) => e.brief(),
+            other => guest_text::one_line(&other.to_string(), runtime::BRIEF_CHARS),
+        }
+    }
+}
+
 /// Why this event has no state.
 #[derive(Debug, thiserror::Error)]
 enum NoState {
@@ -650,7 +668,11 @@ fn base_event(input: &HookInput, facts: &crate::facts::Facts) -> wit::Event {
         match transcript::current_turn(Path::new(path)) {
             Ok(turn) => Some(turn),
             Err(e) => {
-                eprintln!("sandrail: turn unknown: {e}");
+                // The path is the harness's: shown cleaned, on one line.
+                eprintln!(
+                    "sandrail: turn unknown: {}",
+                    guest_text::one_line(&e.to_string(), 1000)
+                );
                 None
             }
         }

@@ -27,6 +27,30 @@ pub fn attributed(author: &str, text: &str) -> String {
         .join("\n")
 }
 
+/// `text` on one line, cleaned: its lines joined and every run of whitespace made
+/// one space, cut to `max_chars` with an ellipsis. For text from outside (an
+/// error naming a path from the payload, a debug dump) shown inside a sentence.
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let joined = lines(text).join(" ");
+    let mut out = String::with_capacity(joined.len().min(max_chars * 4));
+    let mut chars = 0;
+    for word in joined.split_whitespace() {
+        if chars > 0 {
+            out.push(' ');
+            chars += 1;
+        }
+        for c in word.chars() {
+            if chars == max_chars {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            chars += 1;
+        }
+    }
+    out
+}
+
 fn is_line_break(c: char) -> bool {
     matches!(
         c,
@@ -66,6 +90,16 @@ mod tests {
             attributed("[g]", "a\u{1b}[2Kb\u{202e}c\td"),
             "[g] a\u{fffd}[2Kb\u{fffd}c\td"
         );
+    }
+
+    #[test]
+    fn one_line_joins_collapses_and_cuts() {
+        assert_eq!(
+            one_line("bad magic - expected=[\n    0x0,\n    0x61,\n] (at 0)", 100),
+            "bad magic - expected=[ 0x0, 0x61, ] (at 0)"
+        );
+        assert_eq!(one_line("a\u{1b}[2K\nb", 100), "a\u{fffd}[2K b");
+        assert_eq!(one_line("abcdef", 3), "abc…");
     }
 
     #[test]

@@ -32,7 +32,8 @@ pub enum PayloadError {
     #[error("the hook payload has no `hook_event_name`")]
     MissingEventName,
     #[error(
-        "unknown hook event '{0}'; sandrail judges {events}",
+        "unknown hook event '{}'; sandrail judges {events}",
+        crate::guest_text::one_line(.0, 100),
         events = EventKind::all_names()
     )]
     UnknownEvent(String),

@@ -114,17 +114,32 @@ pub enum LoadError {
 /// Why a guardrail produced no verdict.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RunError {
-    #[error("did not finish within its deadline of {0:?}")]
+    #[error("did not finish within its deadline of {0:?} (limits.timeout_ms)")]
     Timeout(Duration),
-    #[error("tried to grow its memory past its limit of {} MiB", .0 >> 20)]
+    #[error("tried to grow its memory past its limit of {} MiB (limits.memory_mib)", .0 >> 20)]
     MemoryLimit(usize),
-    #[error("ran out of its fuel budget of {0} units")]
+    #[error("ran out of its fuel budget of {0} units (limits.fuel)")]
     OutOfFuel(u64),
     #[error("could not be instantiated: {0}")]
     Instantiate(String),
-    #[error("trapped: {0}")]
-    Trap(String),
+    /// `detail` is wasmtime's whole account, backtrace included (for stderr);
+    /// `cause` is the trap alone (for the agent).
+    #[error("trapped: {detail}")]
+    Trap { cause: String, detail: String },
 }
+
+impl RunError {
+    /// The failure in one short line: a trap without its backtrace.
+    pub fn brief(&self) -> String {
+        match self {
+            RunError::Trap { cause, .. } => format!("trapped: {cause}"),
+            other => crate::guest_text::one_line(&other.to_string(), BRIEF_CHARS),
+        }
+    }
+}
+
+/// The longest account of a failure the agent is given.
+pub const BRIEF_CHARS: usize = 300;
 
 /// A component read and checked against its pin, not yet compiled: enough to know
 /// what it needs before anything costly starts.
@@ -717,7 +732,15 @@ impl CallFailed {
         if instantiating {
             RunError::Instantiate(format!("{error:#}"))
         } else {
-            RunError::Trap(format!("{error:#}"))
+            // The trap itself (`wasm trap: …`), or the innermost cause.
+            let cause = error
+                .downcast_ref::<wasmtime::Trap>()
+                .map(|trap| format!("wasm trap: {trap}"))
+                .unwrap_or_else(|| error.root_cause().to_string());
+            RunError::Trap {
+                cause: crate::guest_text::one_line(&cause, BRIEF_CHARS),
+                detail: format!("{error:#}"),
+            }
         }
     }
 }

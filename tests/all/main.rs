@@ -3,6 +3,7 @@
 
 mod support;
 
+mod adversarial;
 mod bad_input;
 mod cache;
 mod cli;

@@ -10,7 +10,7 @@ use super::wit::sandrail::guardrail::{data, flags, log, state, types};
 use crate::store::{self, Keyspace, KeyspaceError};
 
 /// Longest single log message forwarded.
-const LOG_MESSAGE_BYTES: usize = 4 * 1024;
+pub(super) const LOG_MESSAGE_BYTES: usize = 4 * 1024;
 /// Structural limits per component: generous for what a toolchain emits (a Rust
 /// guest has a handful of core instances, one or two memories), far below
 /// wasmtime's defaults of 10,000.
@@ -227,8 +227,11 @@ impl log::Host for HostState {
             log::Level::Warn => "warn",
             log::Level::Error => "error",
         };
-        self.output
-            .print(level, truncate_bytes(&message, LOG_MESSAGE_BYTES));
+        let kept = truncate_bytes(&message, LOG_MESSAGE_BYTES);
+        if kept.len() < message.len() {
+            self.output.cut(message.len() - kept.len());
+        }
+        self.output.print(level, kept);
     }
 }
 

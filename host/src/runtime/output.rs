@@ -18,6 +18,9 @@ pub struct Output {
     budget: usize,
     used: usize,
     dropped_lines: usize,
+    /// Log messages cut to the per-message limit, and the bytes cut from them.
+    cut_messages: usize,
+    cut_bytes: usize,
 }
 
 impl Output {
@@ -27,6 +30,8 @@ impl Output {
             budget,
             used: 0,
             dropped_lines: 0,
+            cut_messages: 0,
+            cut_bytes: 0,
         }
     }
 
@@ -43,8 +48,23 @@ impl Output {
         }
     }
 
-    /// Says how much was dropped, if anything was; true when something was.
+    /// Counts a log message cut to `max` bytes before it was printed.
+    pub fn cut(&mut self, cut_bytes: usize) {
+        self.cut_messages += 1;
+        self.cut_bytes += cut_bytes;
+    }
+
+    /// Says how much was dropped, if anything was; true when the budget ran out.
     pub fn finish(&self, dropped_bytes: usize) -> bool {
+        if self.cut_messages > 0 {
+            eprintln!(
+                "sandrail: [{}] {} log message(s) longer than {} KiB were cut: {} bytes dropped",
+                self.guardrail,
+                self.cut_messages,
+                super::host::LOG_MESSAGE_BYTES / 1024,
+                self.cut_bytes
+            );
+        }
         let exceeded = self.dropped_lines > 0 || dropped_bytes > 0;
         if exceeded {
             eprintln!(

@@ -170,6 +170,62 @@ impl Guardrail for Probe {
                 event.facts()
             )),
             "huge" => Verdict::deny("x".repeat(config.count)),
+            // Recurses without bound: with `key = "frames"` each call also keeps a
+            // 4 KiB array on the shadow stack in linear memory; otherwise only the
+            // wasm call stack grows.
+            "recurse" => {
+                let depth = if config.key == "frames" {
+                    recurse_with_frames(0)
+                } else {
+                    recurse(0)
+                };
+                Verdict::note(format!("returned from depth {depth}"))
+            }
+            // Writes `count` bytes to `key` ("stdout", "stderr" or "log") in writes
+            // (log messages) of `size` bytes, lines of 1,023 bytes each.
+            "blast" => {
+                use std::io::Write as _;
+                let size = config.size.max(1);
+                let chunk: String = (0..size)
+                    .map(|i| if i % 1024 == 1023 { '\n' } else { 'b' })
+                    .collect();
+                let mut left = config.count;
+                while left > 0 {
+                    let n = left.min(size);
+                    let piece = &chunk[..n];
+                    let written = match config.key.as_str() {
+                        "stdout" => std::io::stdout().write_all(piece.as_bytes()),
+                        "stderr" => std::io::stderr().write_all(piece.as_bytes()),
+                        _ => {
+                            log::warn(piece);
+                            Ok(())
+                        }
+                    };
+                    written.map_err(|e| sandrail_guest::Error::msg(format!("write: {e}")))?;
+                    left -= n;
+                }
+                Verdict::note("blasted")
+            }
+            // Tries to read the file at `value`: a sandbox with no preopened
+            // directories must refuse.
+            "read-file" => match std::fs::read(&config.value) {
+                Ok(bytes) => Verdict::note(format!("read {} bytes", bytes.len())),
+                Err(e) => Verdict::note(format!("read error: {e}")),
+            },
+            // Tries to open a TCP connection to `value` (host:port).
+            "connect" => match std::net::TcpStream::connect(config.value.as_str()) {
+                Ok(_) => Verdict::note("connected"),
+                Err(e) => Verdict::note(format!("connect error: {e}")),
+            },
+            // Tries to send a UDP datagram to `value` (host:port).
+            "udp-send" => {
+                let sent = std::net::UdpSocket::bind("0.0.0.0:0")
+                    .and_then(|socket| socket.send_to(b"exfil", config.value.as_str()));
+                match sent {
+                    Ok(n) => Verdict::note(format!("sent {n} bytes")),
+                    Err(e) => Verdict::note(format!("udp error: {e}")),
+                }
+            }
             other => {
                 return Err(sandrail_guest::Error::msg(format!(
                     "unknown action {other}"
@@ -177,6 +233,29 @@ impl Guardrail for Probe {
             }
         })
     }
+}
+
+/// Recursion the optimiser cannot turn into a loop: the result of each call is
+/// used after it returns.
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    if std::hint::black_box(depth) == u64::MAX {
+        return depth;
+    }
+    std::hint::black_box(recurse(std::hint::black_box(depth + 1))).wrapping_add(1)
+}
+
+/// The same, with 4 KiB of locals in each frame.
+#[inline(never)]
+fn recurse_with_frames(depth: u64) -> u64 {
+    let frame = std::hint::black_box([depth as u8; 4096]);
+    if std::hint::black_box(depth) == u64::MAX {
+        return depth;
+    }
+    let below = std::hint::black_box(recurse_with_frames(std::hint::black_box(depth + 1)));
+    below.wrapping_add(u64::from(
+        std::hint::black_box(&frame)[(depth % 4096) as usize],
+    ))
 }
 
 sandrail_guest::export!(Probe);
