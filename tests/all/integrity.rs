@@ -71,6 +71,13 @@ fn pin_writes_every_component_and_a_changed_one_is_not_run() {
         "{lock}"
     );
     assert!(project.run(&["check-config"]).ok());
+    let list = project.run(&["list"]);
+    assert!(
+        list.stdout()
+            .contains(&format!("sha256   {probe_sha} (pinned)")),
+        "{}",
+        list.stdout()
+    );
     assert_eq!(
         project.hook(&bash("sess-lock", "ls")).context(),
         "[probe] probe judged"

@@ -229,6 +229,13 @@ fn observe_mode_records_what_it_would_refuse_and_refuses_nothing() {
         receipt["guardrails"][1]["refuses"], true,
         "an observed refusal does not cut the chain"
     );
+    let list = project.run(&["list"]);
+    assert!(
+        list.stdout()
+            .contains("gate     observe (records, never refuses)"),
+        "{}",
+        list.stdout()
+    );
     let listed = project.run(&["receipts"]);
     assert!(
         listed.stdout().contains("allow (observe: would deny)"),

@@ -34,12 +34,17 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
         let (_, sha256) = read_source(&g.source)?;
         let events: Vec<&str> = g.events.iter().map(|e| e.name()).collect();
         let matcher = g.matcher_text.as_deref().unwrap_or("*");
+        // By its own `sha256`, or by sandrail.lock.
+        let pinned =
+            g.sha256.is_some() || matches!(g.locked, Some(sandrail::lock::Locked::Sha256(_)));
+        let gate = config.gate_of(g);
         if as_json {
             let line = json!({
                 "name": g.name,
                 "source": g.source.to_string(),
                 "sha256": sha256,
-                "pinned": g.sha256.is_some(),
+                "pinned": pinned,
+                "gate": gate,
                 "events": events,
                 "matcher": matcher,
                 "requires": g.requires,
@@ -56,7 +61,7 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
         } else {
             writeln!(out, "\n{}", g.name)?;
             writeln!(out, "  source   {}", g.source)?;
-            let pin = if g.sha256.is_some() { " (pinned)" } else { "" };
+            let pin = if pinned { " (pinned)" } else { "" };
             writeln!(out, "  sha256   {sha256}{pin}")?;
             writeln!(out, "  events   {}", events.join(", "))?;
             writeln!(out, "  matcher  {matcher}")?;
@@ -68,6 +73,9 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
             }
             if g.on_error == OnError::Deny {
                 writeln!(out, "  on_error deny (fails closed)")?;
+            }
+            if gate == sandrail::receipts::Gate::Observe {
+                writeln!(out, "  gate     observe (records, never refuses)")?;
             }
             for (written, resolved) in &g.data {
                 if std::path::Path::new(written) == resolved.as_path() {
