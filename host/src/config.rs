@@ -187,6 +187,16 @@ pub enum OnError {
     Deny,
 }
 
+impl OnError {
+    /// As the config writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnError::Allow => "allow",
+            OnError::Deny => "deny",
+        }
+    }
+}
+
 /// The validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {

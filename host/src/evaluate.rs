@@ -3,8 +3,12 @@
 //! Guardrails run in config order (after `requires`), each in its own sandbox, all
 //! inside one state transaction that is committed once at the end. The first
 //! refusal ends the chain: later guardrails do not see (or count) an event that is
-//! not going to happen. A guardrail that fails (trap, timeout, memory, malformed
-//! verdict) is plumbing: it is reported on stderr by name and the event proceeds.
+//! not going to happen. A guardrail that fails (trap, timeout, memory, fuel,
+//! malformed verdict) is plumbing: it is reported on stderr by name, and its
+//! `on_error` decides whether the event proceeds. A guardrail in observe mode
+//! (`gate = "observe"`) is judged the same, but what it would refuse goes only to
+//! stderr and the receipt. The decision carries a trace of who judged and how, for
+//! the receipt the hook writes.
 //! When the state cannot be had (another process held it past the lock timeout,
 //! the directory is unusable), the guardrails that import state are skipped with
 //! one stderr line, and the stateless ones still judge: a force push is refused

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::config::{Config, Guardrail, LockStatus, OnError, Source};
+use crate::config::{Config, Guardrail, LockStatus, Source};
 use crate::lock::Locked;
 use crate::runtime::{self, LoadError, Runtime};
 
@@ -173,10 +173,7 @@ impl Granted {
                 "log_kib": g.limits.log_bytes >> 10,
                 "fuel": g.limits.fuel,
             }),
-            on_error: match g.on_error {
-                OnError::Allow => "allow",
-                OnError::Deny => "deny",
-            },
+            on_error: g.on_error.name(),
             gate: config.gate_of(g),
             pin: pin_status(config, g, actual),
         }

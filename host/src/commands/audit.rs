@@ -7,20 +7,13 @@ use std::process::ExitCode;
 
 use anyhow::anyhow;
 
-use sandrail::config::{LockStatus, OnError};
+use sandrail::config::LockStatus;
 use sandrail::inspect::{self, Granted};
 use sandrail::locations;
 use sandrail::runtime::Runtime;
 
 use super::inspect::print_granted;
 use super::project_config;
-
-fn on_error(policy: OnError) -> &'static str {
-    match policy {
-        OnError::Allow => "allow",
-        OnError::Deny => "deny",
-    }
-}
 
 pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
     let config = project_config()?;
@@ -71,7 +64,7 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
             "config": config.origin.to_string(),
             "lock": lock,
             "gate": config.gate,
-            "on_error": on_error(config.on_error),
+            "on_error": config.on_error.name(),
             "protect": protect,
             "guardrails": guardrails,
         });
@@ -84,7 +77,7 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
         out,
         "settings   gate {}, on_error {} (for sandrail's own failures)",
         config.gate.name(),
-        on_error(config.on_error)
+        config.on_error.name()
     )?;
     writeln!(out, "protect    {protect}")?;
     for (granted, description) in &entries {

@@ -49,10 +49,7 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
                 "matcher": matcher,
                 "requires": g.requires,
                 "enabled": g.enabled,
-                "on_error": match g.on_error {
-                    OnError::Allow => "allow",
-                    OnError::Deny => "deny",
-                },
+                "on_error": g.on_error.name(),
                 "escalates": g.enforcement.is_some(),
                 "flags": g.flags,
                 "data": g.data.iter().map(|(written, _)| written).collect::<Vec<_>>(),
