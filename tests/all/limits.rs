@@ -204,7 +204,19 @@ fn a_keyspace_cannot_grow_past_its_byte_budget() {
         "[guardrail.limits]\ntimeout_ms = 20000\n[guardrail.config]\naction = \"fill\"\ncount = 10000\nsize = 65536\n",
     ));
     let started = Instant::now();
-    let context = project.hook(&bash("sess-fill", "ls")).context();
+    let run = project.hook(&bash("sess-fill", "ls"));
+    assert!(
+        run.stderr().contains("sandrail: [probe] limit reached: state_mib: a write was refused because the keyspace would exceed its 4 MiB in this session"),
+        "{}",
+        run.stderr()
+    );
+    let receipts =
+        std::fs::read_to_string(project.state_dir().join("receipts.jsonl")).expect("receipts");
+    assert!(
+        receipts.contains("\"exceeded\":[\"state_mib\"]"),
+        "{receipts}"
+    );
+    let context = run.context();
     assert_eq!(
         context,
         "[probe] refused: Some(\"at 63: state unavailable: the keyspace would exceed its budget of 4194304 bytes (keys plus values) in this session; delete entries or raise limits.state_mib\"); listed: 63"
