@@ -260,6 +260,57 @@ fn main() {
         row(name, s, &floor);
     }
 
+    // A Stop late in a long session: the transcript is read on from the session's
+    // bookmark, so once it has been read its size should cost next to nothing.
+    let stop_project = project_with(
+        dir,
+        "stop",
+        "[[guardrail]]\nname = \"destructive-commands\"\nsource = \"builtin:destructive-commands\"\nevents = [\"Stop\"]\n",
+    );
+    let mut stops = Vec::new();
+    for mib in [1u64, 100] {
+        let long = dir.join(format!("long-{mib}.jsonl"));
+        write_long_transcript(&long, mib << 20);
+        let stop = serde_json::json!({
+            "session_id": format!("stop-{mib}"),
+            "transcript_path": long,
+            "cwd": dir.join("project"),
+            "permission_mode": "default",
+            "hook_event_name": "Stop",
+            "stop_hook_active": false,
+        })
+        .to_string();
+        let stop_state = dir.join(format!("stop-state-{mib}"));
+        // The first reads: at most 64 MiB per event.
+        for _ in 0..3 {
+            spawn_in(
+                SANDRAIL,
+                &stop,
+                dir,
+                &warm_cache,
+                &stop_state,
+                &stop_project,
+            );
+        }
+        stops.push(Stats::of(
+            (0..runs)
+                .map(|_| {
+                    spawn_in(
+                        SANDRAIL,
+                        &stop,
+                        dir,
+                        &warm_cache,
+                        &stop_state,
+                        &stop_project,
+                    )
+                    .0
+                })
+                .collect(),
+        ));
+    }
+    row("Stop, 1 MiB transcript", &stops[0], &floor);
+    row("Stop, 100 MiB transcript", &stops[1], &floor);
+
     let padded_command = format!("{}git push --force", "true | ".repeat((2 << 20) / 7));
     let padded_payload = pre_tool_use("Bash", serde_json::json!({ "command": padded_command }));
     let padded = Stats::of(
@@ -273,6 +324,10 @@ fn main() {
         "targets: warm median <= 3 ms (is {}), warm <= 5x the floor (is {:.2}x)",
         ms(warm.median),
         warm.median.as_secs_f64() / floor.median.as_secs_f64()
+    );
+    println!(
+        "         a Stop with a 100 MiB transcript within 1 ms of 1 MiB, once read (is {:+.2} ms)",
+        (stops[1].median.as_secs_f64() - stops[0].median.as_secs_f64()) * 1000.0
     );
 
     println!();
@@ -522,6 +577,26 @@ fn write_transcript(path: &Path) {
         }
     }
     std::fs::write(path, lines).expect("write transcript");
+}
+
+/// A transcript of about `bytes`: turns of a user message and four tool calls
+/// with their results, as in [`write_transcript`], repeated.
+fn write_long_transcript(path: &Path, bytes: u64) {
+    let mut text = String::with_capacity(bytes as usize + 4096);
+    let mut turn = 0;
+    while (text.len() as u64) < bytes {
+        text.push_str(&format!(
+            "{{\"type\":\"user\",\"uuid\":\"u-{turn}\",\"sessionId\":\"s\",\"message\":{{\"role\":\"user\",\"content\":\"step {turn}\"}}}}\n"
+        ));
+        for call in 0..4 {
+            text.push_str(&format!(
+                "{{\"type\":\"assistant\",\"uuid\":\"a-{turn}-{call}\",\"message\":{{\"id\":\"m-{turn}\",\"content\":[{{\"type\":\"tool_use\",\"id\":\"t-{turn}-{call}\",\"name\":\"Bash\",\"input\":{{\"command\":\"cargo check --workspace --all-targets\"}}}}]}}}}\n\
+                 {{\"type\":\"user\",\"uuid\":\"r-{turn}-{call}\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":\"t-{turn}-{call}\",\"content\":\"    Checking sandrail v0.1.0\\n    Finished dev profile in 1.2s\"}}]}}}}\n"
+            ));
+        }
+        turn += 1;
+    }
+    std::fs::write(path, text).expect("write transcript");
 }
 
 struct Stats {

@@ -86,6 +86,10 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     // The turn and the facts need no state: worked out before the session is held,
     // so that holding it costs only the guardrails' calls and the commit.
     let mut facts = crate::facts::derive(input, &config.patterns, config.mandate.as_ref());
+    let turn = transcript::of_event(input, dirs.state.as_deref());
+    if let Some(turn) = &turn {
+        facts.set_turn(turn);
+    }
     // Self-protection comes before every guardrail: what it refuses, none sees
     // (the session still counts the attempt).
     if guarding && let Some(reason) = self_protection(input, config, dirs, &facts) {
@@ -99,7 +103,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     if prepared.is_empty() && !counting {
         return decision;
     }
-    let mut base_event = base_event(input, &facts);
+    let mut base_event = base_event(input, &facts, turn);
 
     let stateful: Vec<&str> = prepared
         .iter()
@@ -667,20 +671,11 @@ fn begin_state(
 }
 
 /// The parts of the event every guardrail shares.
-fn base_event(input: &HookInput, facts: &crate::facts::Facts) -> wit::Event {
-    let turn = input.transcript_path.as_deref().and_then(|path| {
-        match transcript::current_turn(Path::new(path)) {
-            Ok(turn) => Some(turn),
-            Err(e) => {
-                // The path is the harness's: shown cleaned, on one line.
-                eprintln!(
-                    "sandrail: turn unknown: {}",
-                    guest_text::one_line(&e.to_string(), 1000)
-                );
-                None
-            }
-        }
-    });
+fn base_event(
+    input: &HookInput,
+    facts: &crate::facts::Facts,
+    turn: Option<transcript::Turn>,
+) -> wit::Event {
     wit::Event {
         kind: input.kind.into(),
         session_id: input.session_id.clone(),

@@ -1,5 +1,5 @@
 //! Facts the host derives once per event and hands to every guardrail, so that no
-//! guardrail re-derives them (and all of them agree). Six namespaces, each a
+//! guardrail re-derives them (and all of them agree). Seven namespaces, each a
 //! top-level key of the document:
 //!
 //! - `tool`: this call, flattened out of the tool input, with what the host worked
@@ -9,7 +9,9 @@
 //! - `case`: the case folder this call touches, and its markers ([`case`]);
 //! - `platform`: the snapshot the payload's author supplied;
 //! - `env`: where and as whom the call runs;
-//! - `mandate`: the mandate file's `limits`.
+//! - `mandate`: the mandate file's `limits`;
+//! - `turn`: the turn the event belongs to (`count`, `uuid`, `id`), from the
+//!   transcript ([`crate::transcript`]); absent when it cannot be established.
 //!
 //! A fact the host cannot establish is absent, never defaulted, so a rule that
 //! reads it fails its check instead of passing by accident. `session` and `case`
@@ -142,6 +144,14 @@ impl Facts {
     /// The call's absolute path, if it has one.
     pub fn path_abs(&self) -> Option<&str> {
         self.tool()?.get("path_abs")?.as_str()
+    }
+
+    /// Adds the `turn` namespace: the turn the event belongs to.
+    pub fn set_turn(&mut self, turn: &crate::transcript::Turn) {
+        self.document.insert(
+            "turn".into(),
+            json!({"count": turn.count, "uuid": turn.uuid, "id": turn.id()}),
+        );
     }
 
     pub fn set(&mut self, namespace: Costly, value: Value) {

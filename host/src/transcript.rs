@@ -3,15 +3,24 @@
 //! A turn starts with each real user message: a `type: "user"` line whose
 //! `message.content` is a string. Tool results are `type: "user"` lines too, but
 //! carry an array, and several arrive within one turn, so they do not count; nor
-//! do lines the harness writes on the user's behalf (`isMeta`, `isCompactSummary`)
-//! or a subagent's prompt (`isSidechain`). The
-//! turn id is `<count>:<uuid>`; the count (which only grows) keeps apart two turns
-//! that share a uuid, as a re-injected refusal can.
+//! do lines the harness writes on the user's behalf (`isMeta`, `isCompactSummary`,
+//! and the lines a slash command leaves: `<command-name>…`, `<local-command-…>`)
+//! or a subagent's prompt (`isSidechain`). The turn id is `<count>:<uuid>`; the
+//! count (which only grows) keeps apart two turns that share a uuid, as a
+//! re-injected refusal can.
+//!
+//! The transcript only grows, so it is read incrementally: per session a
+//! bookmark remembers how far it was read (the end of its last complete line),
+//! the count and uuid so far, the file's identity, and a hash of the bytes just
+//! before that offset. An event reads only what was appended since. A transcript
+//! that was truncated, replaced (rotated) or rewritten before the offset fails
+//! those checks and is read again from the start; a last line still being
+//! written is counted if it already parses but is read again next time.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The turn an event belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,9 +35,20 @@ impl Turn {
     }
 }
 
-/// The largest transcript read for one event. Past it the turn is unknown (and
-/// the event still judged) rather than the hook slow.
-pub const MAX_TRANSCRIPT_BYTES: u64 = 64 << 20;
+/// The most of a transcript read for one event. A longer stretch not yet read
+/// leaves this event's turn unknown (the event is still judged); the bookmark
+/// keeps what was read, so the next event goes on from there.
+pub const MAX_READ_BYTES: u64 = 64 << 20;
+/// How many bytes before the bookmark's offset must be unchanged for the
+/// transcript to count as the same one, grown.
+const CHECK_BYTES: u64 = 4096;
+/// Content that marks a user line as the harness's record of a slash command.
+const COMMAND_MARKERS: [&str; 4] = [
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum TranscriptError {
@@ -41,6 +61,15 @@ pub enum TranscriptError {
     },
     #[error("transcript {0} holds no real user message yet")]
     NoUserMessage(String),
+    #[error(
+        "transcript {path}: {read} MiB read of {size} MiB so far ({max} MiB per event); the turn is known once it has been read to the end"
+    )]
+    Unfinished {
+        path: String,
+        read: u64,
+        size: u64,
+        max: u64,
+    },
 }
 
 #[derive(Deserialize)]
@@ -63,55 +92,201 @@ struct Message {
     content: Option<serde_json::Value>,
 }
 
-/// Computes the current turn from the transcript at `path`.
-///
-/// Lines that do not parse (such as a last line still being written) are skipped.
+/// Where reading a session's transcript left off.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Bookmark {
+    path: PathBuf,
+    /// Device and inode: a rotated transcript is another file.
+    identity: (u64, u64),
+    /// The end of the last complete line read.
+    offset: u64,
+    count: u32,
+    uuid: Option<String>,
+    /// The sha256 of the (up to) [`CHECK_BYTES`] before `offset`.
+    check: String,
+}
+
+/// The turn of a hook event, from the transcript its payload names (read on from
+/// the session's bookmark in the state directory). `None`, with a stderr line
+/// saying why, when there is no transcript, it cannot be read, or it holds no
+/// real user message yet: the event then has no turn, rather than a wrong one.
+pub fn of_event(input: &crate::protocol::HookInput, state: Option<&Path>) -> Option<Turn> {
+    let Some(path) = input.transcript_path.as_deref() else {
+        eprintln!("sandrail: turn unknown: the payload names no transcript_path");
+        return None;
+    };
+    let bookmarks = state.map(|dir| (dir, input.session_id.as_str()));
+    match current_turn_from(Path::new(path), bookmarks) {
+        Ok(turn) => Some(turn),
+        Err(e) => {
+            // The path is the harness's: shown cleaned, on one line.
+            eprintln!(
+                "sandrail: turn unknown: {}",
+                crate::guest_text::one_line(&e.to_string(), 1000)
+            );
+            None
+        }
+    }
+}
+
+/// The current turn of the transcript at `path`, read from the start.
 pub fn current_turn(path: &Path) -> Result<Turn, TranscriptError> {
+    current_turn_from(path, None)
+}
+
+/// The current turn of the transcript at `path`, reading only what was appended
+/// since this session's bookmark in `bookmarks` (a directory), and moving the
+/// bookmark on. Without a directory, or with a bookmark that no longer fits the
+/// file, it reads from the start.
+pub fn current_turn_from(
+    path: &Path,
+    bookmarks: Option<(&Path, &str)>,
+) -> Result<Turn, TranscriptError> {
     let display = path.display().to_string();
-    let (file, _) = crate::files::open_regular(path, MAX_TRANSCRIPT_BYTES)?;
-    let mut reader = BufReader::new(file.take(MAX_TRANSCRIPT_BYTES));
+    let read_error = |source| TranscriptError::Read {
+        path: display.clone(),
+        source,
+    };
+    let (mut file, size) = crate::files::open_regular(path, u64::MAX)?;
+    let identity = identity(&file).map_err(read_error)?;
+    let bookmark_file = bookmarks.map(|(dir, session)| bookmark_path(dir, session));
+    let kept = bookmark_file
+        .as_deref()
+        .and_then(read_bookmark)
+        .filter(|b| b.path == path && b.identity == identity && b.offset <= size);
+    let start = match kept {
+        Some(b) if check_of(&mut file, b.offset).map_err(read_error)? == b.check => b,
+        _ => Bookmark {
+            path: path.to_path_buf(),
+            identity,
+            check: crate::sha256_hex(b""),
+            ..Bookmark::default()
+        },
+    };
+    file.seek(SeekFrom::Start(start.offset))
+        .map_err(read_error)?;
+    let mut reader = BufReader::new(file.take(MAX_READ_BYTES));
     let mut line = Vec::new();
     let user_marker = memchr::memmem::Finder::new(b"\"user\"");
-    let mut count = 0u32;
-    let mut last_uuid = None;
+    let mut next = start.clone();
+    let mut pending: Option<(u32, String)> = None;
+    let mut consumed = 0u64;
     loop {
         line.clear();
-        let read = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|source| TranscriptError::Read {
-                path: display.clone(),
-                source,
-            })?;
+        let read = reader.read_until(b'\n', &mut line).map_err(read_error)?;
         if read == 0 {
             break;
         }
-        // Cheap filter before parsing: most lines are assistant output or tool results.
-        if user_marker.find(&line).is_none() {
-            continue;
-        }
-        // A line that does not parse (a last line still being written, bytes that
-        // are not UTF-8) is skipped rather than costing the whole turn.
-        let Ok(parsed) = serde_json::from_slice::<Line>(&line) else {
-            continue;
+        consumed += read as u64;
+        let complete = line.last() == Some(&b'\n');
+        let user = if user_marker.find(&line).is_some() {
+            real_user_message(&line)
+        } else {
+            None
         };
-        let is_real_user_message = parsed.kind == Some("user")
-            && !parsed.is_sidechain
-            && !parsed.is_meta
-            && !parsed.is_compact_summary
-            && parsed
-                .message
-                .as_ref()
-                .and_then(|m| m.content.as_ref())
-                .is_some_and(serde_json::Value::is_string);
-        if let (true, Some(uuid)) = (is_real_user_message, parsed.uuid) {
-            count += 1;
-            last_uuid = Some(uuid.into_owned());
+        if complete {
+            next.offset += read as u64;
+            if let Some(uuid) = user {
+                next.count += 1;
+                next.uuid = Some(uuid);
+            }
+        } else if let Some(uuid) = user {
+            // A last line still being written that already parses counts now,
+            // and is read again next time.
+            pending = Some((next.count + 1, uuid));
         }
     }
-    match last_uuid {
-        Some(uuid) => Ok(Turn { count, uuid }),
+    let mut file = reader.into_inner().into_inner();
+    // Stopped by the per-event limit rather than by the end of the file.
+    let unfinished = consumed >= MAX_READ_BYTES && start.offset + consumed < size;
+    if unfinished && next.offset == start.offset {
+        // One line longer than a whole read: it cannot be parsed anyway, so it is
+        // passed over rather than read again at every event.
+        next.offset += consumed;
+    }
+    // Best effort: without a bookmark the next event reads from the start.
+    if next.offset != start.offset
+        && let Some(bookmark_file) = &bookmark_file
+        && let Ok(check) = check_of(&mut file, next.offset)
+    {
+        next.check = check;
+        let _ = write_bookmark(bookmark_file, &next);
+    }
+    if unfinished {
+        return Err(TranscriptError::Unfinished {
+            path: display,
+            read: next.offset >> 20,
+            size: size >> 20,
+            max: MAX_READ_BYTES >> 20,
+        });
+    }
+    match pending.or(next.uuid.map(|uuid| (next.count, uuid))) {
+        Some((count, uuid)) => Ok(Turn { count, uuid }),
         None => Err(TranscriptError::NoUserMessage(display)),
     }
+}
+
+/// The uuid of a real user message; `None` for any other line, or one that does
+/// not parse (bytes that are not UTF-8, a line cut short).
+fn real_user_message(line: &[u8]) -> Option<String> {
+    let parsed = serde_json::from_slice::<Line>(line).ok()?;
+    let content = parsed.message.as_ref()?.content.as_ref()?.as_str()?;
+    let real = parsed.kind == Some("user")
+        && !parsed.is_sidechain
+        && !parsed.is_meta
+        && !parsed.is_compact_summary
+        && !COMMAND_MARKERS
+            .iter()
+            .any(|marker| content.trim_start().starts_with(marker));
+    real.then(|| parsed.uuid.map(std::borrow::Cow::into_owned))
+        .flatten()
+}
+
+fn identity(file: &std::fs::File) -> std::io::Result<(u64, u64)> {
+    let meta = file.metadata()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Ok((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Ok((0, 0))
+    }
+}
+
+/// The sha256 of the (up to) [`CHECK_BYTES`] before `offset`.
+fn check_of(file: &mut std::fs::File, offset: u64) -> std::io::Result<String> {
+    let from = offset.saturating_sub(CHECK_BYTES);
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::with_capacity((offset - from) as usize);
+    Read::take(&mut *file, offset - from).read_to_end(&mut bytes)?;
+    Ok(crate::sha256_hex(&bytes))
+}
+
+fn bookmark_path(dir: &Path, session: &str) -> PathBuf {
+    dir.join("transcripts").join(format!(
+        "{}.json",
+        &crate::sha256_hex(session.as_bytes())[..32]
+    ))
+}
+
+fn read_bookmark(path: &Path) -> Option<Bookmark> {
+    let bytes = crate::files::read_regular(path, 64 * 1024).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Replaces the bookmark whole, by atomic rename: concurrent hooks of a session
+/// each write a bookmark that is true of the file, and the reader sees one.
+fn write_bookmark(path: &Path, bookmark: &Bookmark) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    crate::locations::create_private_dir(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(&serde_json::to_vec(bookmark).map_err(std::io::Error::other)?)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 /// `sandrail facts [--session S]` on a payload.
-fn facts(project: &Project, payload: &[u8], session: Option<&str>) -> (Value, String) {
+pub fn facts(project: &Project, payload: &[u8], session: Option<&str>) -> (Value, String) {
     let mut args = vec!["facts"];
     if let Some(session) = session {
         args.extend(["--session", session]);

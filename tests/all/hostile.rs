@@ -203,7 +203,7 @@ fn transcripts_that_are_not_regular_files_cost_only_the_turn() {
 }
 
 #[test]
-fn a_transcript_past_the_cap_is_not_read() {
+fn a_transcript_longer_than_one_read_costs_only_the_turn() {
     let project = default_project();
     let big = project.root.path().join("big.jsonl");
     // Sparse: costs no disk, and would cost a second to read.
@@ -213,7 +213,16 @@ fn a_transcript_past_the_cap_is_not_read() {
     assert_force_push_refused(&run);
     assert!(
         run.stderr()
-            .contains("is 67108865 bytes; at most 67108864 are read"),
+            .contains("64 MiB read of 64 MiB so far (64 MiB per event); the turn is known once it has been read to the end"),
+        "{}",
+        run.stderr()
+    );
+    // The next event goes on from where the first stopped: the rest holds no
+    // user message.
+    let run = project.hook_within(&force_push_in_transcript(&big), NO_HANG);
+    assert_force_push_refused(&run);
+    assert!(
+        run.stderr().contains("holds no real user message yet"),
         "{}",
         run.stderr()
     );

@@ -24,3 +24,4 @@ mod protect;
 mod receipts;
 mod sdk;
 mod sessions;
+mod turns;

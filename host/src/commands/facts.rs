@@ -26,6 +26,10 @@ pub fn run(session: Option<String>) -> anyhow::Result<ExitCode> {
     );
     let config = Config::discover(project.as_deref())?;
     let mut document = facts::derive(&input, &config.patterns, config.mandate.as_ref());
+    // Read from the start: a look must not move the session's bookmark.
+    if let Some(turn) = sandrail::transcript::of_event(&input, None) {
+        document.set_turn(&turn);
+    }
     if let Some(session) = session {
         let kept_facts = sandrail::runtime::kept_facts(&config, locations::cache_dir().as_deref());
         let keeps_session = kept_facts.contains(&Costly::Session);
