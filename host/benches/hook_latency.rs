@@ -564,39 +564,33 @@ fn spawn_sub(
 
 /// A short but real-shaped transcript: a few turns with tool calls and results.
 fn write_transcript(path: &Path) {
-    let mut lines = String::new();
-    for turn in 0..5 {
-        lines.push_str(&format!(
-            "{{\"type\":\"user\",\"uuid\":\"u-{turn}\",\"sessionId\":\"bench-session\",\"message\":{{\"role\":\"user\",\"content\":\"step {turn}\"}}}}\n"
-        ));
-        for call in 0..4 {
-            lines.push_str(&format!(
-                "{{\"type\":\"assistant\",\"uuid\":\"a-{turn}-{call}\",\"message\":{{\"id\":\"m-{turn}\",\"content\":[{{\"type\":\"tool_use\",\"id\":\"t-{turn}-{call}\",\"name\":\"Bash\",\"input\":{{\"command\":\"cargo check\"}}}}]}}}}\n\
-                 {{\"type\":\"user\",\"uuid\":\"r-{turn}-{call}\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":\"t-{turn}-{call}\",\"content\":\"ok\"}}]}}}}\n"
-            ));
-        }
-    }
+    let lines: String = (0..5).map(transcript_turn).collect();
     std::fs::write(path, lines).expect("write transcript");
 }
 
-/// A transcript of about `bytes`: turns of a user message and four tool calls
-/// with their results, as in [`write_transcript`], repeated.
+/// A transcript of about `bytes`: the same turns, repeated.
 fn write_long_transcript(path: &Path, bytes: u64) {
     let mut text = String::with_capacity(bytes as usize + 4096);
     let mut turn = 0;
     while (text.len() as u64) < bytes {
-        text.push_str(&format!(
-            "{{\"type\":\"user\",\"uuid\":\"u-{turn}\",\"sessionId\":\"s\",\"message\":{{\"role\":\"user\",\"content\":\"step {turn}\"}}}}\n"
-        ));
-        for call in 0..4 {
-            text.push_str(&format!(
-                "{{\"type\":\"assistant\",\"uuid\":\"a-{turn}-{call}\",\"message\":{{\"id\":\"m-{turn}\",\"content\":[{{\"type\":\"tool_use\",\"id\":\"t-{turn}-{call}\",\"name\":\"Bash\",\"input\":{{\"command\":\"cargo check --workspace --all-targets\"}}}}]}}}}\n\
-                 {{\"type\":\"user\",\"uuid\":\"r-{turn}-{call}\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":\"t-{turn}-{call}\",\"content\":\"    Checking sandrail v0.1.0\\n    Finished dev profile in 1.2s\"}}]}}}}\n"
-            ));
-        }
+        text.push_str(&transcript_turn(turn));
         turn += 1;
     }
     std::fs::write(path, text).expect("write transcript");
+}
+
+/// One turn's lines: a user message, then four tool calls with their results.
+fn transcript_turn(turn: usize) -> String {
+    let mut lines = format!(
+        "{{\"type\":\"user\",\"uuid\":\"u-{turn}\",\"sessionId\":\"bench-session\",\"message\":{{\"role\":\"user\",\"content\":\"step {turn}\"}}}}\n"
+    );
+    for call in 0..4 {
+        lines.push_str(&format!(
+            "{{\"type\":\"assistant\",\"uuid\":\"a-{turn}-{call}\",\"message\":{{\"id\":\"m-{turn}\",\"content\":[{{\"type\":\"tool_use\",\"id\":\"t-{turn}-{call}\",\"name\":\"Bash\",\"input\":{{\"command\":\"cargo check\"}}}}]}}}}\n\
+             {{\"type\":\"user\",\"uuid\":\"r-{turn}-{call}\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":\"t-{turn}-{call}\",\"content\":\"ok\"}}]}}}}\n"
+        ));
+    }
+    lines
 }
 
 struct Stats {
