@@ -281,8 +281,7 @@ fn main() {
         })
         .to_string();
         let stop_state = dir.join(format!("stop-state-{mib}"));
-        // The first reads: at most 64 MiB per event.
-        for _ in 0..3 {
+        let stop_run = || {
             spawn_in(
                 SANDRAIL,
                 &stop,
@@ -290,23 +289,14 @@ fn main() {
                 &warm_cache,
                 &stop_state,
                 &stop_project,
-            );
+            )
+            .0
+        };
+        // The first reads: at most 64 MiB per event.
+        for _ in 0..3 {
+            stop_run();
         }
-        stops.push(Stats::of(
-            (0..runs)
-                .map(|_| {
-                    spawn_in(
-                        SANDRAIL,
-                        &stop,
-                        dir,
-                        &warm_cache,
-                        &stop_state,
-                        &stop_project,
-                    )
-                    .0
-                })
-                .collect(),
-        ));
+        stops.push(Stats::of((0..runs).map(|_| stop_run()).collect()));
     }
     row("Stop, 1 MiB transcript", &stops[0], &floor);
     row("Stop, 100 MiB transcript", &stops[1], &floor);

@@ -87,6 +87,18 @@ impl Tally {
         }
     }
 
+    /// Takes in one event the counter must have judged: it saw every event before.
+    #[track_caller]
+    fn counted(&mut self, run: &Run) {
+        assert_eq!(
+            counted_in(run),
+            Some(self.committed + 1),
+            "the counter did not judge; stderr: {}",
+            run.stderr()
+        );
+        self.saw(run);
+    }
+
     /// Asserts the database holds exactly what the events committed.
     #[track_caller]
     fn assert_intact(&self, project: &Project) {
@@ -604,8 +616,7 @@ fn files_that_are_not_components_cost_only_their_guardrail_under_either_policy()
     project.config(&counted_source("core", "allow", "core.wasm"));
     let run = project.hook_within(&bash(&tally.session, "ls"), PROMPTLY);
     assert_policy(&run, "allow", "core", "attempted to parse a wasm module");
-    assert_eq!(counted_in(&run), Some(tally.committed + 1));
-    tally.saw(&run);
+    tally.counted(&run);
     tally.assert_intact(&project);
     // check-config names each one.
     project.config(&config);
@@ -825,13 +836,7 @@ fn a_session_id_built_to_escape_stays_in_the_state_directory() {
     ] {
         let run = project.hook_within(&payload, PROMPTLY);
         assert_eq!(run.code(), Some(0), "{}", run.stderr());
-        assert_eq!(
-            counted_in(&run),
-            Some(tally.committed + 1),
-            "{}",
-            run.stderr()
-        );
-        tally.saw(&run);
+        tally.counted(&run);
     }
     tally.assert_intact(&project);
     // Nothing was written outside the state directory…
@@ -923,13 +928,7 @@ fn transcripts_built_to_hang_or_to_fill_memory_cost_only_the_turn() {
             "{path}: {}",
             run.stderr()
         );
-        assert_eq!(
-            counted_in(&run),
-            Some(tally.committed + 1),
-            "{}",
-            run.stderr()
-        );
-        tally.saw(&run);
+        tally.counted(&run);
     }
     tally.assert_intact(&project);
 }
