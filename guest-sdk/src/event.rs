@@ -110,6 +110,25 @@ impl Event {
         self.turn.as_ref()
     }
 
+    /// The same event in this turn, for a guardrail's native unit tests.
+    pub fn with_turn(mut self, count: u32, uuid: &str) -> Self {
+        self.turn = Some(Turn {
+            count,
+            uuid: uuid.to_owned(),
+            id: format!("{count}:{uuid}"),
+        });
+        self
+    }
+
+    /// At a Stop: whether the harness says the agent is already continuing because
+    /// a Stop hook refused (Claude Code's `stop_hook_active`).
+    pub fn stop_hook_active(&self) -> bool {
+        self.payload()
+            .get("stop_hook_active")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
     pub fn tool_name(&self) -> Option<&str> {
         self.tool_name.as_deref()
     }

@@ -56,6 +56,7 @@
 
 extern crate self as sandrail_guest;
 
+pub mod cycle;
 pub mod data;
 mod event;
 pub mod flags;
@@ -90,11 +91,34 @@ pub mod configurable_bindings {
         default_bindings_module: "sandrail_guest::configurable_bindings",
         runtime_path: "sandrail_guest::__wit_bindgen::rt",
         with: {
-            "sandrail:guardrail/types@0.1.2": crate::bindings::sandrail::guardrail::types,
-            "sandrail:guardrail/state@0.1.2": crate::bindings::sandrail::guardrail::state,
-            "sandrail:guardrail/flags@0.1.2": crate::bindings::sandrail::guardrail::flags,
-            "sandrail:guardrail/data@0.1.2": crate::bindings::sandrail::guardrail::data,
-            "sandrail:guardrail/log@0.1.2": crate::bindings::sandrail::guardrail::log,
+            "sandrail:guardrail/types@0.1.3": crate::bindings::sandrail::guardrail::types,
+            "sandrail:guardrail/state@0.1.3": crate::bindings::sandrail::guardrail::state,
+            "sandrail:guardrail/flags@0.1.3": crate::bindings::sandrail::guardrail::flags,
+            "sandrail:guardrail/data@0.1.3": crate::bindings::sandrail::guardrail::data,
+            "sandrail:guardrail/log@0.1.3": crate::bindings::sandrail::guardrail::log,
+            "sandrail:guardrail/cycle@0.1.3": crate::bindings::sandrail::guardrail::cycle,
+        },
+    });
+}
+
+/// The raw bindings of the `context-guardrail` world: the same imports, and the
+/// `context` export instead of `evaluate`.
+#[doc(hidden)]
+pub mod context_bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "context-guardrail",
+        pub_export_macro: true,
+        export_macro_name: "__export_context_guardrail_world",
+        default_bindings_module: "sandrail_guest::context_bindings",
+        runtime_path: "sandrail_guest::__wit_bindgen::rt",
+        with: {
+            "sandrail:guardrail/types@0.1.3": crate::bindings::sandrail::guardrail::types,
+            "sandrail:guardrail/state@0.1.3": crate::bindings::sandrail::guardrail::state,
+            "sandrail:guardrail/flags@0.1.3": crate::bindings::sandrail::guardrail::flags,
+            "sandrail:guardrail/data@0.1.3": crate::bindings::sandrail::guardrail::data,
+            "sandrail:guardrail/log@0.1.3": crate::bindings::sandrail::guardrail::log,
+            "sandrail:guardrail/cycle@0.1.3": crate::bindings::sandrail::guardrail::cycle,
         },
     });
 }
@@ -103,6 +127,7 @@ pub mod configurable_bindings {
 pub use wit_bindgen as __wit_bindgen;
 
 pub use configurable_bindings::exports::sandrail::guardrail::configure::{Needs, Problem};
+pub use context_bindings::exports::sandrail::guardrail::context::Transition;
 
 pub use bindings::sandrail::guardrail::types::Verdict;
 pub use state::StateError;
@@ -113,6 +138,43 @@ pub trait Guardrail {
     /// verdict: the host reports it with the guardrail's name and lets the event
     /// proceed.
     fn evaluate(event: &Event) -> Result<Verdict>;
+}
+
+/// A context: records a mode of the session rather than judging events. Exported
+/// with [`export_context!`]; its entry says `kind = "context"`.
+///
+/// The host keeps its state per session (active, payload, the turn it last
+/// entered) and shows it to the gates that list it in `requires` ([`cycle::contexts`]).
+/// A context never refuses the events it observes: an `Err` is a failure the host
+/// reports, and what it would have recorded is lost — the gate that needed it then
+/// refuses a claim it cannot check, which is the safe direction.
+pub trait Context {
+    /// One event it subscribed to; `payload` is its payload while it is active.
+    fn observe(event: &Event, payload: Option<&serde_json::Value>) -> Result<Transition>;
+
+    /// At each Stop while it is active: `None` lets it exit; `Some(reason)` keeps it
+    /// active and refuses the Stop. By default it lets go.
+    fn leave(event: &Event, payload: &serde_json::Value) -> Result<Option<String>> {
+        let _ = (event, payload);
+        Ok(None)
+    }
+}
+
+impl Transition {
+    /// Enter (or enter again) with `payload`, stored as JSON.
+    pub fn enter<T: serde::Serialize + ?Sized>(payload: &T) -> Result<Self> {
+        Ok(Transition::Enter(serde_json::to_string(payload)?))
+    }
+
+    /// Leave things as they are.
+    pub fn stay() -> Self {
+        Transition::Stay
+    }
+
+    /// Become inactive.
+    pub fn exit() -> Self {
+        Transition::Exit
+    }
 }
 
 /// A guardrail that checks its own config: exported with [`export_configurable!`].
@@ -268,6 +330,78 @@ macro_rules! export_configurable {
     };
 }
 
+/// Exports a [`Context`] implementation as the `context-guardrail` world.
+#[macro_export]
+macro_rules! export_context {
+    ($context:ty) => {
+        #[doc(hidden)]
+        pub struct __SandrailExport;
+
+        impl $crate::context_bindings::exports::sandrail::guardrail::context::Guest
+            for __SandrailExport
+        {
+            fn observe(
+                event: $crate::bindings::sandrail::guardrail::types::Event,
+                payload: ::std::option::Option<::std::string::String>,
+            ) -> $crate::Transition {
+                $crate::__observe::<$context>(event, payload)
+            }
+
+            fn leave(
+                event: $crate::bindings::sandrail::guardrail::types::Event,
+                payload: ::std::string::String,
+            ) -> ::std::option::Option<::std::string::String> {
+                $crate::__leave::<$context>(event, &payload)
+            }
+        }
+
+        $crate::context_bindings::__export_context_guardrail_world!(__SandrailExport);
+    };
+}
+
+/// Parses a raw event and sets the current turn for the stamping helpers.
+fn event_of(raw: bindings::sandrail::guardrail::types::Event) -> Event {
+    let event = match Event::from_raw(raw) {
+        Ok(event) => event,
+        Err(e) => panic!("sandrail-guest: the host sent an event that does not parse: {e}"),
+    };
+    state::set_current_turn(event.turn().map(|t| t.id.clone()));
+    event
+}
+
+/// Parses a payload the host kept (its own JSON), `Null` when there is none.
+fn payload_of(text: Option<&str>) -> serde_json::Value {
+    text.and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// Runs a context's `observe`; used by [`export_context!`].
+#[doc(hidden)]
+pub fn __observe<C: Context>(
+    raw: bindings::sandrail::guardrail::types::Event,
+    payload: Option<String>,
+) -> Transition {
+    let event = event_of(raw);
+    let payload = payload.as_deref().map(|p| payload_of(Some(p)));
+    match C::observe(&event, payload.as_ref()) {
+        Ok(transition) => transition,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Runs a context's `leave`; used by [`export_context!`].
+#[doc(hidden)]
+pub fn __leave<C: Context>(
+    raw: bindings::sandrail::guardrail::types::Event,
+    payload: &str,
+) -> Option<String> {
+    let event = event_of(raw);
+    match C::leave(&event, &payload_of(Some(payload))) {
+        Ok(holds) => holds,
+        Err(e) => panic!("{e}"),
+    }
+}
+
 /// Checks a raw config; used by [`export_configurable!`].
 #[doc(hidden)]
 pub fn __check<C: Configure>(config: &str) -> Result<Needs, Vec<Problem>> {
@@ -283,11 +417,7 @@ pub fn __check<C: Configure>(config: &str) -> Result<Needs, Vec<Problem>> {
 /// Runs a guardrail on one raw event; used by [`export!`].
 #[doc(hidden)]
 pub fn __run<G: Guardrail>(raw: bindings::sandrail::guardrail::types::Event) -> Verdict {
-    let event = match Event::from_raw(raw) {
-        Ok(event) => event,
-        Err(e) => panic!("sandrail-guest: the host sent an event that does not parse: {e}"),
-    };
-    state::set_current_turn(event.turn().map(|t| t.id.clone()));
+    let event = event_of(raw);
     match G::evaluate(&event) {
         Ok(verdict) => verdict,
         // A failed guardrail traps, so the host reports it as a failure rather than

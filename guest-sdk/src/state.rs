@@ -122,3 +122,33 @@ pub fn stamped_this_turn(subject: &str) -> crate::Result<Stamp> {
         None => Stamp::Never,
     })
 }
+
+/// Whether `owner` (a guardrail this one lists in `requires`, typically a context)
+/// stamped `subject` in the current turn, read through `list-owner`.
+pub fn stamped_this_turn_by(owner: &str, subject: &str) -> crate::Result<Stamp> {
+    let Some(turn) = current_turn() else {
+        return Ok(Stamp::Unknown);
+    };
+    let entry = list_owner(owner, subject)?
+        .into_iter()
+        .find(|e| e.key == subject);
+    Ok(match entry {
+        Some(e) if serde_json::from_str::<String>(&e.value).ok().as_deref() == Some(&turn) => {
+            Stamp::ThisTurn
+        }
+        Some(_) => Stamp::EarlierTurn,
+        None => Stamp::Never,
+    })
+}
+
+/// Another guardrail's entries under `prefix` (it must be in `requires`), each value
+/// parsed from JSON: one typed list, never a stream to reassemble.
+pub fn list_owner_as<T: DeserializeOwned>(
+    owner: &str,
+    prefix: &str,
+) -> crate::Result<Vec<(String, T)>> {
+    list_owner(owner, prefix)?
+        .into_iter()
+        .map(|e| Ok((e.key, serde_json::from_str(&e.value)?)))
+        .collect()
+}

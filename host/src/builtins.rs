@@ -23,7 +23,7 @@ pub fn names() -> Vec<&'static str> {
 
 /// The bundled guardrails that export `configure` (checked against their bytes by
 /// a test), so that a config without them never reads a component to ask.
-pub const CONFIGURABLE: &[&str] = &["contracts"];
+pub const CONFIGURABLE: &[&str] = &["contracts", "verify-artifact-produced"];
 
 #[cfg(test)]
 mod tests {

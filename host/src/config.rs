@@ -119,6 +119,7 @@ struct RawSettings {
     inherit_on: Vec<InheritOn>,
     mandate: Option<String>,
     gate: Option<crate::receipts::Gate>,
+    max_refused_stops: Option<u32>,
 }
 
 /// SessionStart sources after which a new session takes over the counters and
@@ -163,6 +164,29 @@ struct RawGuardrail {
     facts: Vec<String>,
     on_error: Option<OnError>,
     gate: Option<crate::receipts::Gate>,
+    #[serde(default)]
+    kind: Kind,
+}
+
+/// What a guardrail is: a gate judges events and may refuse them; a context
+/// records a mode of the session and never refuses (only its `leave` may hold a
+/// Stop).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    #[default]
+    Gate,
+    Context,
+}
+
+impl Kind {
+    /// As the config writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Gate => "gate",
+            Kind::Context => "context",
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -219,7 +243,13 @@ pub struct Config {
     pub gate: crate::receipts::Gate,
     /// The config file's `sandrail.lock`, as it stands.
     pub lock: LockStatus,
+    /// Stops refused in a row within one turn after which the host lets the next
+    /// one through (Claude Code's own cap is 8).
+    pub max_refused_stops: u32,
 }
+
+/// The default of `[settings] max_refused_stops`.
+pub const DEFAULT_MAX_REFUSED_STOPS: u32 = 8;
 
 /// Whether the config in force has a lock, and whether it could be read.
 #[derive(Debug, Clone)]
@@ -350,9 +380,14 @@ pub struct Guardrail {
     pub on_error: OnError,
     /// Its own gate mode; `None`: the config's.
     pub gate: Option<crate::receipts::Gate>,
+    pub kind: Kind,
 }
 
 impl Guardrail {
+    pub fn is_context(&self) -> bool {
+        self.kind == Kind::Context
+    }
+
     /// Whether this guardrail subscribes to an event about `tool` (None for events
     /// that are not about a tool, where the matcher does not apply).
     pub fn wants(&self, kind: EventKind, tool: Option<&str>) -> bool {
@@ -497,6 +532,16 @@ impl Config {
             ),
             None => None,
         };
+        let max_refused_stops = raw
+            .settings
+            .max_refused_stops
+            .unwrap_or(DEFAULT_MAX_REFUSED_STOPS);
+        if !(1..=1000).contains(&max_refused_stops) {
+            return Err(ConfigError::Parse {
+                origin: origin.to_string(),
+                message: "settings.max_refused_stops must be between 1 and 1000".into(),
+            });
+        }
         let protect = Protect {
             enabled: raw.protect.enabled,
             paths: raw
@@ -519,7 +564,37 @@ impl Config {
             mandate,
             lock: LockStatus::None,
             gate: raw.settings.gate.unwrap_or_default(),
+            max_refused_stops,
         })
+    }
+
+    /// Whether this config keeps the session's cycle (the span, the contexts'
+    /// states, the read mark): it has a context, or a gate that judges Stop.
+    pub fn keeps_cycles(&self) -> bool {
+        self.guardrails
+            .iter()
+            .any(|g| g.enabled && (g.is_context() || g.events.contains(&EventKind::Stop)))
+    }
+
+    /// The contexts among a guardrail's `requires`.
+    pub fn required_contexts(&self, guardrail: &Guardrail) -> Vec<String> {
+        guardrail
+            .requires
+            .iter()
+            .filter(|owner| {
+                self.guardrails
+                    .iter()
+                    .any(|g| &g.name == *owner && g.is_context())
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The enabled contexts, in evaluation order.
+    pub fn contexts(&self) -> impl Iterator<Item = &Guardrail> {
+        self.guardrails
+            .iter()
+            .filter(|g| g.enabled && g.is_context())
     }
 
     /// A guardrail's gate mode: its own, else the config's.
@@ -644,6 +719,23 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         return Err("limits.log_kib must be between 1 and 1024".into());
     }
     let enforcement = g.enforcement.map(|e| e.validate()).transpose()?;
+    if g.kind == Kind::Context {
+        if let Some(stop) = events
+            .iter()
+            .find(|e| matches!(e, EventKind::Stop | EventKind::SubagentStop))
+        {
+            return Err(format!(
+                "a context cannot subscribe to {}: a context records, and at a Stop the gates judge while each active context's `leave` runs; remove {} from its events",
+                stop.name(),
+                stop.name()
+            ));
+        }
+        if enforcement.is_some() {
+            return Err(
+                "a context never refuses, so it has no enforcement; remove [guardrail.enforcement] or make it kind = \"gate\"".into(),
+            );
+        }
+    }
     g.flags.validate()?;
     let data = g
         .data
@@ -687,6 +779,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         reads_facts,
         on_error: g.on_error.unwrap_or_default(),
         gate: g.gate,
+        kind: g.kind,
     })
 }
 

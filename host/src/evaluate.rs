@@ -66,6 +66,13 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         .into_iter()
         .filter_map(|g| match runtime::prepare_guardrail(g) {
             Ok(prepared) => Some((g, prepared)),
+            Err(e) if g.is_context() => {
+                eprintln!(
+                    "sandrail: context '{}' not run: {e}; it records nothing for this event",
+                    g.name
+                );
+                None
+            }
             Err(e) => {
                 not_run(&mut decision, config, g, None, &e.to_string());
                 None
@@ -79,7 +86,12 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     let keeps_case = kept.contains(&Costly::Case);
     let counting = (keeps_session || keeps_case) && input.kind == EventKind::PreToolUse;
     let guarding = config.protect.enabled && input.kind == EventKind::PreToolUse;
-    if prepared.is_empty() && !counting && !guarding {
+    // The cycle: each finished call goes into the span; at Stop the mark moves and
+    // each active context's `leave` runs.
+    let cycles = config.keeps_cycles();
+    let recording = cycles && input.kind == EventKind::PostToolUse;
+    let stopping = cycles && input.kind == EventKind::Stop;
+    if prepared.is_empty() && !counting && !guarding && !recording && !stopping {
         return decision;
     }
 
@@ -100,10 +112,32 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             .push(guest_text::attributed(HOST_AUTHOR, &reason));
         prepared.clear();
     }
-    if prepared.is_empty() && !counting {
+    if prepared.is_empty() && !counting && !recording && !stopping {
         return decision;
     }
-    let mut base_event = base_event(input, &facts, turn);
+    if stopping && turn.is_none() {
+        eprintln!(
+            "sandrail: this Stop's turn is unknown, so no context counts as entered in this turn"
+        );
+    }
+    let project = crate::cycle::project_of(dirs.project.as_deref(), input);
+    let looked = if recording {
+        crate::cycle::look_at_changes(input, &facts, project.as_deref())
+    } else {
+        Vec::new()
+    };
+    // At Stop, every context may have to leave: whether it is active is known once
+    // the session is held.
+    let mut leaving: Vec<(&Guardrail, Result<Prepared, String>)> = if stopping {
+        config
+            .contexts()
+            .map(|g| (g, runtime::prepare_guardrail(g).map_err(|e| e.to_string())))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let turn_id = turn.as_ref().map(transcript::Turn::id);
+    let mut base_event = base_event(input, &facts, turn.clone());
 
     let stateful: Vec<&str> = prepared
         .iter()
@@ -112,8 +146,12 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         .collect();
     // Escalation keeps its counters in the session too, and so do the facts.
     let needs_state = !stateful.is_empty()
-        || prepared.iter().any(|(g, _)| g.enforcement.is_some())
+        || prepared
+            .iter()
+            .any(|(g, _)| g.enforcement.is_some() || g.is_context())
         || counting
+        || recording
+        || stopping
         || (!kept.is_empty() && !prepared.is_empty());
     let now = crate::clock::now();
     // Only a PreToolUse can be approved and sent again after a refusal.
@@ -158,14 +196,33 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             add_costly_facts(&mut facts, txn.as_ref(), config, keeps_session, keeps_case);
         base_event.facts = facts.to_json();
     }
-    if prepared.is_empty() {
+    if recording && let Some(t) = txn.as_mut() {
+        let recorded = crate::cycle::record_call(t, input, &facts, turn.as_ref(), looked, now);
+        if let Err(e) = recorded {
+            eprintln!("sandrail: this call could not be recorded in the cycle's span: {e}");
+        }
+    }
+    // Contexts that are not active have nothing to leave.
+    if let Some(t) = txn.as_ref() {
+        leaving.retain(|(g, _)| t.context(&g.name).is_ok_and(|c| c.active));
+    } else if !leaving.is_empty() {
+        eprintln!("sandrail: the contexts' states cannot be read, so none leaves at this Stop");
+        leaving.clear();
+    }
+    if prepared.is_empty() && leaving.is_empty() {
+        if stopping {
+            settle_stop(&mut txn, &mut decision, input, turn.as_ref(), config);
+        }
         advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
         commit(txn, &mut decision, config);
         return decision;
     }
 
-    let runtime = match Runtime::for_components(dirs.cache.clone(), prepared.iter().map(|(_, p)| p))
-    {
+    let components = prepared
+        .iter()
+        .map(|(_, p)| p)
+        .chain(leaving.iter().filter_map(|(_, p)| p.as_ref().ok()));
+    let runtime = match Runtime::for_components(dirs.cache.clone(), components) {
         Ok(runtime) => runtime,
         Err(e) => {
             let why = format!("cannot start the WebAssembly runtime: {e:#}");
@@ -174,10 +231,17 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             return decision;
         }
     };
-    let loaded: Vec<(&Guardrail, Loaded)> = prepared
+    let loaded: Vec<(&Guardrail, Loaded, bool)> = prepared
         .iter()
         .filter_map(|(g, p)| match runtime.load(p) {
-            Ok(loaded) => Some((*g, loaded)),
+            Ok(loaded) => Some((*g, loaded, p.reads_cycle())),
+            Err(e) if g.is_context() => {
+                eprintln!(
+                    "sandrail: context '{}' not run: {e}; it records nothing for this event",
+                    g.name
+                );
+                None
+            }
             Err(e) => {
                 not_run(&mut decision, config, g, Some(&p.sha256), &e.to_string());
                 None
@@ -189,7 +253,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     // and only their flag changes count: a flag records that something was
     // attempted, whatever became of the attempt.
     let mut cut = !decision.refusals.is_empty() && protocol::can_refuse(input.kind);
-    for (guardrail, component) in &loaded {
+    for (guardrail, component, reads_cycle) in &loaded {
         let gate = config.gate_of(guardrail);
         let mut run = GuardrailRun {
             name: guardrail.name.clone(),
@@ -198,22 +262,88 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             gate,
             ..GuardrailRun::default()
         };
-        if (component.uses_state && state_lost) || (cut && guardrail.flags.is_empty()) {
+        let context = guardrail.is_context();
+        if ((component.uses_state || context) && state_lost) || (cut && guardrail.flags.is_empty())
+        {
             decision.trace.guardrails.push(run);
             continue;
+        }
+        if stopping && let Some(t) = txn.as_ref() {
+            match crate::cycle::held_at_stop(t, config, guardrail, *reads_cycle) {
+                Ok(None) => {}
+                Ok(Some(why)) => {
+                    if crate::debug_logging() {
+                        eprintln!("sandrail: [{}] not run at this Stop: {why}", guardrail.name);
+                    }
+                    run.verdict = "held".to_owned();
+                    decision.trace.guardrails.push(run);
+                    continue;
+                }
+                Err(e) => eprintln!(
+                    "sandrail: the cycle cannot be read: {e}; '{}' runs as if its contexts had entered",
+                    guardrail.name
+                ),
+            }
         }
         let mut keyspace = Keyspace::new(
             &guardrail.name,
             guardrail.requires.clone(),
             guardrail.limits.state_bytes,
         )
-        .with_flags(guardrail.flags.clone(), now);
+        .with_flags(guardrail.flags.clone(), now)
+        .with_cycle(config.required_contexts(guardrail), turn_id.clone());
         match txn.take() {
             Some(t) => keyspace = keyspace.with_txn(t),
             None => keyspace.set_unavailable(unavailable.clone()),
         }
         let mut event = base_event.clone();
         event.config = guardrail.config.to_string();
+        if context {
+            let payload = keyspace_context_payload(&keyspace, &guardrail.name);
+            let started = std::time::Instant::now();
+            let outcome = runtime.run_context(
+                component,
+                &guardrail.name,
+                runtime::ContextCall::Observe {
+                    event: &event,
+                    payload: payload.as_deref(),
+                },
+                keyspace,
+                &guardrail.data,
+                guardrail.limits,
+            );
+            run.us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            run.exceeded = outcome.exceeded.iter().map(|l| (*l).to_owned()).collect();
+            let ok = outcome.result.is_ok();
+            match outcome.keyspace.finish_keeping(ok && !cut, ok) {
+                Ok(t) => txn = t,
+                Err(e) => {
+                    let why = format!(
+                        "the state of this event could not be saved (at context '{}'): {e}",
+                        guardrail.name
+                    );
+                    report_lost_state(&mut decision, config, &why);
+                    unavailable = format!("the state store failed during this event: {e}");
+                }
+            }
+            run.verdict = match outcome.result {
+                Ok(runtime::ContextAnswer::Transition(transition)) if !cut => {
+                    transit(&mut txn, &guardrail.name, transition, turn.as_ref())
+                }
+                Ok(_) => "skipped".to_owned(),
+                Err(e) => {
+                    // A context never refuses: what it could not record is lost,
+                    // and the gates that need it refuse a claim they cannot check.
+                    eprintln!(
+                        "sandrail: context '{}' failed: {e}; it records nothing for this event",
+                        guardrail.name
+                    );
+                    "failed".to_owned()
+                }
+            };
+            decision.trace.guardrails.push(run);
+            continue;
+        }
 
         let started = std::time::Instant::now();
         let outcome = runtime.run(
@@ -286,7 +416,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                     run.level = Some(level.name().to_owned());
                 }
                 run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
-                    record(d, &guardrail.name, verdict)
+                    record_verdict(d, &guardrail.name, verdict)
                 });
             }
             Err(failure) => {
@@ -308,6 +438,19 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         decision.trace.guardrails.push(run);
     }
 
+    if stopping {
+        if !cut {
+            leave_contexts(
+                &runtime,
+                &mut txn,
+                &mut decision,
+                config,
+                &base_event,
+                leaving,
+            );
+        }
+        settle_stop(&mut txn, &mut decision, input, turn.as_ref(), config);
+    }
     advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
     let committed = commit(txn, &mut decision, config);
     // An override is on the trail only once the state that recorded it is saved.
@@ -319,6 +462,195 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         std::mem::forget(runtime);
     }
     decision
+}
+
+/// A context's payload while it is active, as its keyspace's transaction holds it.
+fn keyspace_context_payload(keyspace: &Keyspace, name: &str) -> Option<String> {
+    keyspace
+        .context_record(name)
+        .filter(|record| record.active)
+        .and_then(|record| record.payload)
+}
+
+/// Applies a context's transition; returns the receipt's verdict for it.
+fn transit(
+    txn: &mut Option<StateTxn>,
+    name: &str,
+    transition: runtime::Transition,
+    turn: Option<&transcript::Turn>,
+) -> String {
+    let Some(t) = txn.as_mut() else {
+        eprintln!("sandrail: context '{name}' could not record its transition: the state was lost");
+        return "failed".to_owned();
+    };
+    match crate::cycle::apply_transition(t, name, transition, turn) {
+        Ok(verdict) => verdict.to_owned(),
+        Err(why) => {
+            eprintln!("sandrail: context '{name}' could not record its transition: {why}");
+            "failed".to_owned()
+        }
+    }
+}
+
+/// At an unrefused Stop, each active context's `leave` runs: one that lets go
+/// becomes inactive; one that holds refuses the Stop and stays active; one that
+/// cannot run stays active, and its `on_error` decides whether the Stop waits.
+fn leave_contexts(
+    runtime: &Runtime,
+    txn: &mut Option<StateTxn>,
+    decision: &mut Decision,
+    config: &Config,
+    base_event: &wit::Event,
+    leaving: Vec<(&Guardrail, Result<Prepared, String>)>,
+) {
+    for (guardrail, prepared) in leaving {
+        let gate = config.gate_of(guardrail);
+        let name = &guardrail.name;
+        let loaded = prepared.and_then(|p| runtime.load(&p).map_err(|e| e.to_string()));
+        let component = match loaded {
+            Ok(component) => component,
+            Err(why) => {
+                not_run(decision, config, guardrail, None, &why);
+                continue;
+            }
+        };
+        let Some(t) = txn.take() else {
+            break;
+        };
+        let mut record = t.context(name).unwrap_or_default();
+        let keyspace = Keyspace::new(
+            name,
+            guardrail.requires.clone(),
+            guardrail.limits.state_bytes,
+        )
+        .with_flags(guardrail.flags.clone(), crate::clock::now())
+        .with_txn(t);
+        let mut event = base_event.clone();
+        event.config = guardrail.config.to_string();
+        let payload = record.payload.clone().unwrap_or_else(|| "null".to_owned());
+        let started = std::time::Instant::now();
+        let outcome = runtime.run_context(
+            &component,
+            name,
+            runtime::ContextCall::Leave {
+                event: &event,
+                payload: &payload,
+            },
+            keyspace,
+            &guardrail.data,
+            guardrail.limits,
+        );
+        let mut run = GuardrailRun {
+            name: name.clone(),
+            sha256: Some(component.sha256.clone()),
+            gate,
+            us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            exceeded: outcome.exceeded.iter().map(|l| (*l).to_owned()).collect(),
+            ..GuardrailRun::default()
+        };
+        let answer = outcome.result.map_err(Failure::Run).and_then(|a| match a {
+            runtime::ContextAnswer::Holds(Some(reason)) => {
+                match check_verdict(wit::Verdict::Deny(reason.clone())) {
+                    Ok(_) => Ok(runtime::ContextAnswer::Holds(Some(reason))),
+                    Err(e) => Err(Failure::Malformed(e)),
+                }
+            }
+            other => Ok(other),
+        });
+        match outcome.keyspace.finish(answer.is_ok()) {
+            Ok(t) => *txn = t,
+            Err(e) => {
+                let why = format!(
+                    "the state of this event could not be saved (at context '{name}'): {e}"
+                );
+                report_lost_state(decision, config, &why);
+            }
+        }
+        match answer {
+            Ok(runtime::ContextAnswer::Holds(None)) => {
+                run.verdict = "leave".to_owned();
+                record.active = false;
+                record.payload = None;
+                if let Some(t) = txn.as_mut()
+                    && let Err(e) = t.set_context(name, &record)
+                {
+                    eprintln!("sandrail: context '{name}' could not be left: {e}");
+                }
+            }
+            Ok(runtime::ContextAnswer::Holds(Some(reason))) => {
+                run.verdict = "hold".to_owned();
+                run.refuses = gated(decision, name, gate, |d| {
+                    record_verdict(
+                        d,
+                        name,
+                        Judged::Refuse {
+                            author: String::new(),
+                            text: reason,
+                        },
+                    )
+                });
+            }
+            Ok(runtime::ContextAnswer::Transition(_)) => run.verdict = "failed".to_owned(),
+            Err(failure) => {
+                run.verdict = "failed".to_owned();
+                run.refuses = gated(decision, name, gate, |d| {
+                    could_not_judge(
+                        d,
+                        guardrail,
+                        Stage::Failed,
+                        &failure.to_string(),
+                        &failure.brief(),
+                    )
+                });
+            }
+        }
+        decision.trace.guardrails.push(run);
+    }
+}
+
+/// Settles the cycle once a Stop is judged: accepted, the read mark advances;
+/// refused, it stays, and past `max_refused_stops` refusals in a row the host lets
+/// the Stop through, saying so.
+fn settle_stop(
+    txn: &mut Option<StateTxn>,
+    decision: &mut Decision,
+    input: &HookInput,
+    turn: Option<&transcript::Turn>,
+    config: &Config,
+) {
+    let Some(t) = txn.as_mut() else {
+        if !decision.refusals.is_empty() {
+            eprintln!("sandrail: the cycle cannot be reached, so this refused Stop is not counted");
+        }
+        return;
+    };
+    let stop_hook_active = input
+        .fields
+        .get("stop_hook_active")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let refused = !decision.refusals.is_empty();
+    let settled =
+        crate::cycle::settle_stop(t, refused, turn, stop_hook_active, config.max_refused_stops);
+    match settled {
+        Ok(crate::cycle::StopOutcome::Accepted | crate::cycle::StopOutcome::Refused { .. }) => {}
+        Ok(crate::cycle::StopOutcome::Released { count }) => {
+            let max = config.max_refused_stops;
+            eprintln!(
+                "sandrail: {count} Stops in a row were refused in this turn, more than settings.max_refused_stops = {max}; this one is let through, and the read mark stays where it is"
+            );
+            let reasons = std::mem::take(&mut decision.refusals).join(" ");
+            decision.ask = false;
+            decision.notes.push(guest_text::attributed(
+                HOST_AUTHOR,
+                &format!(
+                    "This Stop was let through although the guardrails refuse it: {count} Stops in a row were refused in this turn (settings.max_refused_stops = {max}). What they said: {reasons}"
+                ),
+            ));
+            decision.trace.released = true;
+        }
+        Err(e) => eprintln!("sandrail: the cycle could not be settled after this Stop: {e}"),
+    }
 }
 
 /// Commits the event's state; false when there was none or it was lost.
@@ -827,7 +1159,7 @@ fn input_fingerprint(tool_input: &str) -> String {
 }
 
 /// Adds a verdict to the decision; true when it refuses the event.
-fn record(decision: &mut Decision, guardrail: &str, judged: Judged) -> bool {
+fn record_verdict(decision: &mut Decision, guardrail: &str, judged: Judged) -> bool {
     match judged {
         Judged::Pass => false,
         Judged::Note(text) => {

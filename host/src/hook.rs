@@ -142,6 +142,7 @@ fn write_receipt(
                 decision: answered.to_owned(),
                 observed,
                 gate: config.gate,
+                released: decision.trace.released,
                 prev: String::new(),
             };
             match receipts::append(state, receipt) {

@@ -25,6 +25,7 @@ pub mod audit;
 pub mod builtins;
 pub mod clock;
 pub mod config;
+pub mod cycle;
 pub mod escalation;
 pub mod evaluate;
 pub mod event;

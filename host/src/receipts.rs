@@ -97,6 +97,8 @@ pub struct Trace {
     pub host_refused: bool,
     /// Refusals that observe mode let through.
     pub observed_refusals: usize,
+    /// A Stop the guardrails refused, let through past `max_refused_stops`.
+    pub released: bool,
 }
 
 /// One line of the receipts file.
@@ -123,6 +125,10 @@ pub struct Receipt {
     pub observed: Option<String>,
     /// The config's gate mode.
     pub gate: Gate,
+    /// A Stop the guardrails refused, let through because too many were refused
+    /// in a row (`settings.max_refused_stops`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub released: bool,
     /// The sha256 of the previous line (its bytes without the newline).
     pub prev: String,
 }
@@ -324,6 +330,7 @@ mod tests {
             decision: "allow".into(),
             observed: None,
             gate: Gate::Enforce,
+            released: false,
             prev: String::new(),
         }
     }

@@ -21,6 +21,7 @@
 mod cache;
 mod capture;
 mod configure;
+mod context;
 mod host;
 mod output;
 mod wasi;
@@ -38,6 +39,7 @@ use wasmtime_wasi::WasiCtxBuilder;
 use capture::Capture;
 
 pub use configure::{ConfigureError, Needs, Problem, STATE_COSTING, kept_facts};
+pub use context::wit::Transition;
 pub use host::HostState;
 
 use crate::config::{Limits, Source};
@@ -153,17 +155,34 @@ pub struct Prepared {
     /// Whether the component exports `configure` (contract 0.1.2): it checks its
     /// own config and declares the state-costing facts it reads.
     pub configurable: bool,
+    /// Whether it exports `context` (contract 0.1.3): a context, not a gate.
+    pub context: bool,
     /// The interfaces it imports, without their versions (`wasi:cli/stdout`).
     imports: Vec<String>,
+}
+
+impl Prepared {
+    /// Whether it reads the cycle (the span, the contexts it requires).
+    pub fn reads_cycle(&self) -> bool {
+        self.imports.iter().any(|i| i == context::CYCLE_INTERFACE)
+    }
 }
 
 /// A component ready to instantiate.
 pub struct Loaded {
     pub sha256: String,
     pub uses_state: bool,
-    pre: wit::GuardrailPre<HostState>,
+    pre: wasmtime::component::InstancePre<HostState>,
+    entry: Entry,
     /// Where its `configure` export is, when it has one.
     configure: Option<configure::wit::ConfigureIndices>,
+}
+
+/// Where a component's entry point is: `evaluate` for a gate, the `context`
+/// interface for a context.
+enum Entry {
+    Gate(wit::GuardrailIndices),
+    Context(context::wit::ContextIndices),
 }
 
 impl Loaded {
@@ -182,8 +201,8 @@ pub struct Shape {
 }
 
 /// What one guardrail run produced.
-pub struct RunOutcome {
-    pub result: Result<wit::Verdict, RunError>,
+pub struct RunOutcome<R = wit::Verdict> {
+    pub result: Result<R, RunError>,
     /// The keyspace, handed back so the caller decides whether its writes stand.
     pub keyspace: Keyspace,
     /// The limits it reached, by their config names (`timeout_ms`, `log_kib`…).
@@ -280,11 +299,18 @@ impl Runtime {
             Err(e) if prepared.configurable => return Err(LoadError::Link(e)),
             Err(_) => None,
         };
-        let pre = wit::GuardrailPre::new(instance_pre).map_err(LoadError::Link)?;
+        let entry = if prepared.context {
+            Entry::Context(
+                context::wit::ContextIndices::new(&instance_pre).map_err(LoadError::Link)?,
+            )
+        } else {
+            Entry::Gate(wit::GuardrailIndices::new(&instance_pre).map_err(LoadError::Link)?)
+        };
         Ok(Loaded {
             sha256: prepared.sha256.clone(),
             uses_state: prepared.uses_state,
-            pre,
+            pre: instance_pre,
+            entry,
             configure,
         })
     }
@@ -342,18 +368,81 @@ impl Runtime {
         let mut sandbox = self.sandbox(name, keyspace, data, limits);
         let store = &mut sandbox.store;
         let call = async {
+            let Entry::Gate(indices) = &loaded.entry else {
+                return Err(CallFailed::Instantiate(wasmtime::format_err!(
+                    "it is a context (it exports `context`, not `evaluate`): give its entry kind = \"context\""
+                )));
+            };
             let instance = loaded
                 .pre
                 .instantiate_async(&mut *store)
                 .await
                 .map_err(CallFailed::Instantiate)?;
-            instance
+            let guest = indices
+                .load(&mut *store, &instance)
+                .map_err(CallFailed::Instantiate)?;
+            guest
                 .call_evaluate(&mut *store, event)
                 .await
                 .map_err(CallFailed::Call)
         };
         let finished = self.within_deadline(name, "ran", limits, call);
         let result = settle(finished, &sandbox.store, limits);
+        self.outcome(name, sandbox, result, limits)
+    }
+
+    /// Runs one context on one event in a fresh sandbox: `Observe` gives its
+    /// transition, `Leave` (at Stop, while it is active) whether it holds the Stop.
+    pub fn run_context(
+        &self,
+        loaded: &Loaded,
+        name: &str,
+        call: ContextCall<'_>,
+        keyspace: Keyspace,
+        data: &[(String, PathBuf)],
+        limits: Limits,
+    ) -> RunOutcome<ContextAnswer> {
+        let mut sandbox = self.sandbox(name, keyspace, data, limits);
+        let store = &mut sandbox.store;
+        let run = async {
+            let Entry::Context(indices) = &loaded.entry else {
+                return Err(CallFailed::Instantiate(wasmtime::format_err!(
+                    "it is not a context (it exports `evaluate`, not `context`): give its entry kind = \"gate\""
+                )));
+            };
+            let instance = loaded
+                .pre
+                .instantiate_async(&mut *store)
+                .await
+                .map_err(CallFailed::Instantiate)?;
+            let guest = indices
+                .load(&mut *store, &instance)
+                .map_err(CallFailed::Instantiate)?;
+            match call {
+                ContextCall::Observe { event, payload } => guest
+                    .call_observe(&mut *store, event, payload)
+                    .await
+                    .map(ContextAnswer::Transition),
+                ContextCall::Leave { event, payload } => guest
+                    .call_leave(&mut *store, event, payload)
+                    .await
+                    .map(ContextAnswer::Holds),
+            }
+            .map_err(CallFailed::Call)
+        };
+        let finished = self.within_deadline(name, "ran", limits, run);
+        let result = settle(finished, &sandbox.store, limits);
+        self.outcome(name, sandbox, result, limits)
+    }
+
+    /// Closes a run's sandbox and names the limits it reached.
+    fn outcome<R>(
+        &self,
+        name: &str,
+        sandbox: Sandbox,
+        result: Result<R, RunError>,
+        limits: Limits,
+    ) -> RunOutcome<R> {
         let (keyspace, log_exceeded) = sandbox.close();
         let mut exceeded = Vec::new();
         match &result {
@@ -402,7 +491,6 @@ impl Runtime {
         let call = async {
             let instance = loaded
                 .pre
-                .instance_pre()
                 .instantiate_async(&mut *store)
                 .await
                 .map_err(CallFailed::Instantiate)?;
@@ -625,8 +713,30 @@ pub fn prepare(source: &Source, pin: Option<&str>) -> Result<Prepared, LoadError
         sha256,
         uses_state: interfaces.uses_state,
         configurable: interfaces.configurable,
+        context: interfaces.context,
         imports: interfaces.imports,
     })
+}
+
+/// What a context is asked.
+pub enum ContextCall<'a> {
+    /// One of its events; `payload` is its payload while it is active.
+    Observe {
+        event: &'a wit::Event,
+        payload: Option<&'a str>,
+    },
+    /// A Stop, while it is active.
+    Leave {
+        event: &'a wit::Event,
+        payload: &'a str,
+    },
+}
+
+/// What a context answered.
+pub enum ContextAnswer {
+    Transition(Transition),
+    /// From `leave`: the reason it holds the Stop, or `None` to exit.
+    Holds(Option<String>),
 }
 
 /// What a component's own imports and exports say about it.
@@ -636,6 +746,8 @@ struct Interfaces {
     uses_state: bool,
     /// It exports `configure` (any 0.1 version).
     configurable: bool,
+    /// It exports `context` (any 0.1 version).
+    context: bool,
     /// Every interface it imports, without its version.
     imports: Vec<String>,
 }
@@ -675,8 +787,12 @@ fn scan_interfaces(bytes: &[u8]) -> Result<Interfaces, wasmparser::BinaryReaderE
             }
             Payload::ComponentExportSection(exports) => {
                 for export in exports {
-                    if export?.name.name.starts_with(configure::EXPORT_PREFIX) {
+                    let name = export?.name.name;
+                    if name.starts_with(configure::EXPORT_PREFIX) {
                         found.configurable = true;
+                    }
+                    if name.starts_with(context::EXPORT_PREFIX) {
+                        found.context = true;
                     }
                 }
             }

@@ -15,6 +15,7 @@
 //! bounded, so no guardrail can fill the disk or make the host hold more than a few
 //! MiB on its behalf.
 
+pub mod cycle;
 mod flags;
 pub mod lifecycle;
 mod lock;
@@ -728,6 +729,10 @@ pub struct Keyspace {
     now: u64,
     /// Whether a write was refused for the byte budget during this event.
     over_budget: bool,
+    /// The contexts among its `requires`, and the current turn: what `cycle`
+    /// shows it.
+    contexts: Vec<String>,
+    turn: Option<String>,
 }
 
 impl Keyspace {
@@ -750,7 +755,35 @@ impl Keyspace {
             flags: StagedFlags::default(),
             now: 0,
             over_budget: false,
+            contexts: Vec::new(),
+            turn: None,
         }
+    }
+
+    /// What the `cycle` interface shows this guardrail: the states of `contexts`
+    /// (those of its `requires` that are contexts), judged against `turn`.
+    pub fn with_cycle(mut self, contexts: Vec<String>, turn: Option<String>) -> Self {
+        self.contexts = contexts;
+        self.turn = turn;
+        self
+    }
+
+    /// The span since the read mark.
+    pub fn span(&self) -> Result<Vec<cycle::SpanEvent>, String> {
+        let txn = self.txn.as_ref().map_err(Clone::clone)?;
+        txn.span().map_err(|e| e.to_string())
+    }
+
+    /// A context's record, as this event's transaction holds it.
+    pub fn context_record(&self, name: &str) -> Option<cycle::ContextRecord> {
+        self.txn.as_ref().ok()?.context(name).ok()
+    }
+
+    /// The states of the contexts this guardrail requires.
+    pub fn contexts(&self) -> Result<Vec<cycle::ContextView>, String> {
+        let txn = self.txn.as_ref().map_err(Clone::clone)?;
+        txn.context_views(&self.contexts, self.turn.as_deref())
+            .map_err(|e| e.to_string())
     }
 
     /// Grants this keyspace the flags its entry lists; `now` stamps flags it sets.

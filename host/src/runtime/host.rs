@@ -6,7 +6,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::output::Output;
-use super::wit::sandrail::guardrail::{data, flags, log, state, types};
+use super::wit::sandrail::guardrail::{cycle, data, flags, log, state, types};
 use crate::store::{self, Keyspace, KeyspaceError};
 
 /// Longest single log message forwarded.
@@ -198,6 +198,51 @@ impl flags::Host for HostState {
 
 /// The largest file a data grant reads.
 pub const MAX_DATA_BYTES: u64 = 1 << 20;
+
+impl cycle::Host for HostState {
+    fn span(&mut self) -> Result<Vec<cycle::SpanEvent>, String> {
+        Ok(self
+            .keyspace
+            .span()?
+            .into_iter()
+            .map(|event| cycle::SpanEvent {
+                seq: event.seq,
+                kind: crate::event::EventKind::from_name(&event.event)
+                    .filter(|k| *k != crate::event::EventKind::ConfigChange)
+                    .unwrap_or(crate::event::EventKind::PostToolUse)
+                    .into(),
+                tool_name: event.tool,
+                turn: event.turn,
+                facts: event.facts.to_string(),
+                files: event
+                    .files
+                    .into_iter()
+                    .map(|f| cycle::FileChange {
+                        path: f.path,
+                        sha256: f.sha256,
+                        before: f.before,
+                    })
+                    .collect(),
+            })
+            .collect())
+    }
+
+    fn contexts(&mut self) -> Result<Vec<cycle::ContextState>, String> {
+        Ok(self
+            .keyspace
+            .contexts()?
+            .into_iter()
+            .map(|c| cycle::ContextState {
+                name: c.name,
+                active: c.active,
+                payload: c.payload,
+                entered_turn: c.entered_turn,
+                entered_this_turn: c.entered_this_turn,
+                entered_this_cycle: c.entered_this_cycle,
+            })
+            .collect())
+    }
+}
 
 impl data::Host for HostState {
     fn read(&mut self, path: String) -> Result<String, data::DataError> {

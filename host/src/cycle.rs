@@ -1,0 +1,258 @@
+//! Cycles, as the evaluation runs them: the span each tool call adds to, file
+//! changes keyed on content, the contexts' transitions, which Stop gates are held,
+//! and what a Stop's outcome does to the read mark.
+//!
+//! The records themselves live in the session's state ([`crate::store::cycle`]);
+//! this module decides what goes into them. Everything here is plumbing: when it
+//! fails it says so on stderr and the event is judged without it.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::config::{Config, Guardrail};
+use crate::facts::Facts;
+use crate::protocol::HookInput;
+use crate::runtime::Transition;
+use crate::store::StateTxn;
+use crate::store::cycle::{ContextRecord, CycleRecord, FileChange, SpanEvent};
+use crate::transcript::Turn;
+
+/// The most files one call's changes are looked at for.
+const MAX_FILES_PER_CALL: usize = 100;
+/// The largest file hashed; a larger one is not recorded.
+const MAX_HASHED_BYTES: u64 = 256 << 20;
+/// The largest payload a context may enter with, in bytes.
+pub const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
+
+/// A file a call may have changed, looked at after the call (before the session
+/// is held: hashing is the costly part).
+#[derive(Debug)]
+pub struct Looked {
+    /// Absolute, as the state keys it.
+    absolute: String,
+    /// Relative to the project when inside it.
+    shown: String,
+    /// Its content's sha256; `None`: it is gone.
+    sha256: Option<String>,
+}
+
+/// Hashes the files a finished call changed: those a write tool names and those the
+/// facts layer recognises a shell command writing, moving or deleting.
+pub fn look_at_changes(input: &HookInput, facts: &Facts, project: Option<&Path>) -> Vec<Looked> {
+    let cwd = input.cwd.as_deref().map(Path::new);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut looked = Vec::new();
+    for changed in facts.changes.paths.iter().take(MAX_FILES_PER_CALL) {
+        let absolute = crate::facts::absolute(&changed.path, cwd);
+        if !seen.insert(absolute.clone()) {
+            continue;
+        }
+        let sha256 = match hash_file(&absolute) {
+            Ok(Some(hash)) => Some(hash),
+            Ok(None) => None,
+            // A directory, a device, or unreadable: not a file whose content counts.
+            Err(why) => {
+                if crate::debug_logging() {
+                    eprintln!("sandrail: {} not recorded: {why}", absolute.display());
+                }
+                continue;
+            }
+        };
+        looked.push(Looked {
+            shown: shown_path(&absolute, project),
+            absolute: absolute.to_string_lossy().into_owned(),
+            sha256,
+        });
+    }
+    looked
+}
+
+/// The sha256 of a regular file's content; `Ok(None)`: there is no file.
+fn hash_file(path: &Path) -> Result<Option<String>, String> {
+    use sha2::Digest;
+    let (mut file, size) = match crate::files::open_regular(path, MAX_HASHED_BYTES) {
+        Ok(opened) => opened,
+        Err(crate::files::FileError::Missing { .. }) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    // No more than it measured: a file still growing is hashed as it was.
+    let mut reader = (&mut file).take(size);
+    loop {
+        let n = reader.read(&mut buffer).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(Some(crate::hex(&hasher.finalize())))
+}
+
+fn shown_path(absolute: &Path, project: Option<&Path>) -> String {
+    project
+        .and_then(|p| absolute.strip_prefix(p).ok())
+        .filter(|rel| !rel.as_os_str().is_empty())
+        .unwrap_or(absolute)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Records a finished tool call in the span: its `tool` facts and each file whose
+/// content differs from what the host last recorded for it. A rewrite that leaves
+/// a file as it was is no change.
+pub fn record_call(
+    txn: &mut StateTxn,
+    input: &HookInput,
+    facts: &Facts,
+    turn: Option<&Turn>,
+    looked: Vec<Looked>,
+    now: u64,
+) -> Result<(), crate::store::StoreError> {
+    let mut files = Vec::new();
+    for file in looked {
+        let before = txn.file_hash(&file.absolute)?;
+        if before == file.sha256 {
+            continue;
+        }
+        txn.set_file_hash(&file.absolute, file.sha256.as_deref())?;
+        files.push(FileChange {
+            path: file.shown,
+            sha256: file.sha256,
+            before,
+        });
+    }
+    txn.record_span(SpanEvent {
+        seq: 0,
+        event: input.kind.name().to_owned(),
+        tool: input.tool_name.clone(),
+        turn: turn.map(Turn::id),
+        time: now,
+        facts: facts
+            .tool()
+            .cloned()
+            .map(serde_json::Value::Object)
+            .unwrap_or_else(|| serde_json::json!({})),
+        files,
+    })?;
+    Ok(())
+}
+
+/// Applies a context's transition to its record; `Err` names what was wrong with
+/// the payload (nothing is recorded then).
+pub fn apply_transition(
+    txn: &mut StateTxn,
+    name: &str,
+    transition: Transition,
+    turn: Option<&Turn>,
+) -> Result<&'static str, String> {
+    let mut record = txn.context(name).map_err(|e| e.to_string())?;
+    let verdict = match transition {
+        Transition::Stay => return Ok("stay"),
+        Transition::Exit => {
+            if !record.active {
+                return Ok("exit");
+            }
+            record.active = false;
+            record.payload = None;
+            "exit"
+        }
+        Transition::Enter(payload) => {
+            if payload.len() > MAX_PAYLOAD_BYTES {
+                return Err(format!(
+                    "its enter payload is {} bytes; the limit is {MAX_PAYLOAD_BYTES}",
+                    payload.len()
+                ));
+            }
+            if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&payload) {
+                return Err(format!("its enter payload is not JSON: {e}"));
+            }
+            record = ContextRecord {
+                active: true,
+                payload: Some(payload),
+                entered_turn: turn.map(Turn::id),
+                entered_seq: txn.next_seq().map_err(|e| e.to_string())?,
+            };
+            "enter"
+        }
+    };
+    txn.set_context(name, &record).map_err(|e| e.to_string())?;
+    Ok(verdict)
+}
+
+/// Why a gate does not run at this Stop, if it does not.
+pub fn held_at_stop(
+    txn: &StateTxn,
+    config: &Config,
+    guardrail: &Guardrail,
+    reads_cycle: bool,
+) -> Result<Option<String>, crate::store::StoreError> {
+    let cycle = txn.cycle()?;
+    for context in config.required_contexts(guardrail) {
+        if txn.context(&context)?.entered_seq <= cycle.mark {
+            return Ok(Some(format!(
+                "held: '{context}', which it requires, has not entered during this cycle"
+            )));
+        }
+    }
+    if reads_cycle && cycle.seq <= cycle.mark {
+        return Ok(Some(
+            "quiet: nothing happened since the last accepted Stop".to_owned(),
+        ));
+    }
+    Ok(None)
+}
+
+/// What a Stop's outcome does to the cycle.
+pub enum StopOutcome {
+    /// Accepted: the mark moves past the span.
+    Accepted,
+    /// Refused; the mark stays, and this is the `count`th refusal in a row.
+    Refused { count: u32 },
+    /// Refused more times in a row than the config allows: let through, the mark
+    /// staying where it is.
+    Released { count: u32 },
+}
+
+/// Settles the cycle after a Stop was judged: an accepted Stop advances the read
+/// mark; a refused one counts, and past `max_refused_stops` in a row is released.
+/// Refusals in a row are those of one turn, or of a chain the harness marks as
+/// continuing (`stop_hook_active`), so a harness that writes each refusal back as
+/// a new user message is still capped.
+pub fn settle_stop(
+    txn: &mut StateTxn,
+    refused: bool,
+    turn: Option<&Turn>,
+    stop_hook_active: bool,
+    max_refused_stops: u32,
+) -> Result<StopOutcome, crate::store::StoreError> {
+    let mut cycle: CycleRecord = txn.cycle()?;
+    if !refused {
+        if cycle.seq > cycle.mark || cycle.refused.count > 0 {
+            txn.advance_mark()?;
+        }
+        return Ok(StopOutcome::Accepted);
+    }
+    let turn = turn.map(Turn::id);
+    let continuing = cycle.refused.count > 0 && (stop_hook_active || cycle.refused.turn == turn);
+    cycle.refused.count = if continuing {
+        cycle.refused.count.saturating_add(1)
+    } else {
+        1
+    };
+    cycle.refused.turn = turn;
+    txn.set_cycle(&cycle)?;
+    let count = cycle.refused.count;
+    Ok(if count > max_refused_stops {
+        StopOutcome::Released { count }
+    } else {
+        StopOutcome::Refused { count }
+    })
+}
+
+/// Where the project is, for paths shown relative to it.
+pub fn project_of(dirs_project: Option<&Path>, input: &HookInput) -> Option<PathBuf> {
+    dirs_project
+        .map(Path::to_path_buf)
+        .or_else(|| input.cwd.as_deref().map(PathBuf::from))
+}
