@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod check_config;
+pub mod cycle;
 pub mod facts;
 pub mod guardrail;
 pub mod import;
@@ -25,4 +26,22 @@ pub fn project_config() -> anyhow::Result<Config> {
 /// The project the current directory belongs to.
 pub fn project_dir() -> Option<std::path::PathBuf> {
     locations::project_dir(std::env::current_dir().ok())
+}
+
+/// The session a command is about: the one given, else the project's latest.
+pub fn session_or_latest(
+    session: Option<String>,
+    state: &std::path::Path,
+) -> anyhow::Result<String> {
+    use anyhow::Context;
+    if let Some(session) = session {
+        return Ok(session);
+    }
+    let project = project_dir().context("no project directory: give --session")?;
+    sandrail::store::lifecycle::last_session(state, &project).with_context(|| {
+        format!(
+            "no session has been seen in {} yet; give --session",
+            project.display()
+        )
+    })
 }

@@ -18,9 +18,10 @@ pub struct Description {
     pub source: String,
     pub sha256: String,
     pub size: usize,
-    /// The world it fits: `sandrail:guardrail/guardrail`, or
-    /// `…/configurable-guardrail` when it also exports `configure`; `None`: it
-    /// exports no `evaluate`, so it is no guardrail.
+    /// The world it fits: `sandrail:guardrail/guardrail`,
+    /// `…/configurable-guardrail` when it also exports `configure`, or
+    /// `…/context-guardrail` for a context; `None`: it exports neither `evaluate`
+    /// nor `context`, so it is no guardrail.
     pub world: Option<String>,
     /// The highest contract version it names (`0.1.2`).
     pub contract: Option<String>,
@@ -52,6 +53,7 @@ pub fn describe(runtime: &Runtime, source: &Source) -> Result<Description, LoadE
     let mut versions = Vec::new();
     let mut exports_evaluate = false;
     let mut exports_configure = false;
+    let mut exports_context = false;
     for (name, _) in shape.imports.iter().chain(&shape.exports) {
         if let Some(version) = name
             .strip_prefix(CONTRACT)
@@ -64,19 +66,19 @@ pub fn describe(runtime: &Runtime, source: &Source) -> Result<Description, LoadE
     for (name, _) in &shape.exports {
         exports_evaluate |= name == "evaluate";
         exports_configure |= name.starts_with(&format!("{CONTRACT}/configure@"));
+        exports_context |= name.starts_with(&format!("{CONTRACT}/context@"));
     }
     versions.sort_by_key(|v| {
         v.split('.')
             .map(|n| n.parse::<u64>().unwrap_or(0))
             .collect::<Vec<_>>()
     });
-    let world = exports_evaluate.then(|| {
-        if exports_configure {
-            format!("{CONTRACT}/configurable-guardrail")
-        } else {
-            format!("{CONTRACT}/guardrail")
-        }
-    });
+    let world = match (exports_evaluate, exports_configure, exports_context) {
+        (true, true, _) => Some(format!("{CONTRACT}/configurable-guardrail")),
+        (true, false, _) => Some(format!("{CONTRACT}/guardrail")),
+        (false, _, true) => Some(format!("{CONTRACT}/context-guardrail")),
+        _ => None,
+    };
     Ok(Description {
         source: source.to_string(),
         sha256: prepared.sha256.clone(),
@@ -111,6 +113,9 @@ pub fn reaches(import: &str) -> &'static str {
         }
         "sandrail:guardrail/flags" => "the flags its entry grants (set, check, consume), no others",
         "sandrail:guardrail/data" => "the files its entry grants, read by the host; no others",
+        "sandrail:guardrail/cycle" => {
+            "read-only: the session's span since the read mark, and the states of the contexts its entry requires"
+        }
         "sandrail:guardrail/log" => {
             "sandrail's stderr, prefixed with its name, within its log_kib per event"
         }
@@ -136,6 +141,8 @@ pub struct Granted {
     pub name: String,
     pub source: String,
     pub enabled: bool,
+    /// `gate` or `context`.
+    pub kind: &'static str,
     pub events: Vec<&'static str>,
     pub matcher: String,
     /// Owners whose keyspaces it may list (`requires`).
@@ -157,6 +164,7 @@ impl Granted {
             name: g.name.clone(),
             source: g.source_text.clone(),
             enabled: g.enabled,
+            kind: g.kind.name(),
             events: g.events.iter().map(|e| e.name()).collect(),
             matcher: g.matcher_text.clone().unwrap_or_else(|| "*".to_owned()),
             reads_owners: g.requires.clone(),

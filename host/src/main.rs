@@ -50,6 +50,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Where a session's cycle stands: the read mark, each context, the span since the mark.
+    Cycle {
+        /// By default the project's latest.
+        #[arg(long)]
+        session: Option<String>,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Switch a guardrail on or off: in the config in force, or for one session.
     #[command(subcommand)]
     Guardrail(Switch),
@@ -183,6 +192,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::State(cmd) => commands::state::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),
         Command::Status { session, json } => commands::status::run(session, json),
+        Command::Cycle { session, json } => commands::cycle::run(session, json),
         Command::Import(Import::Dotforge { dir }) => commands::import::dotforge(&dir),
         Command::Guardrail(Switch::On { name, session }) => {
             commands::guardrail::run(&name, true, session.as_deref())

@@ -118,7 +118,8 @@ pub fn print_granted(out: &mut impl Write, g: &Granted) -> std::io::Result<()> {
     writeln!(out, "    pin        {}", g.pin)?;
     writeln!(
         out,
-        "    events     {} (matcher {})",
+        "    kind       {}    events {} (matcher {})",
+        g.kind,
         g.events.join(", "),
         g.matcher
     )?;

@@ -45,6 +45,7 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
                 "sha256": sha256,
                 "pinned": pinned,
                 "gate": gate,
+                "kind": g.kind.name(),
                 "events": events,
                 "matcher": matcher,
                 "requires": g.requires,
@@ -60,6 +61,9 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
             writeln!(out, "  source   {}", g.source)?;
             let pin = if pinned { " (pinned)" } else { "" };
             writeln!(out, "  sha256   {sha256}{pin}")?;
+            if g.is_context() {
+                writeln!(out, "  kind     context (records; only its leave at Stop may refuse)")?;
+            }
             writeln!(out, "  events   {}", events.join(", "))?;
             writeln!(out, "  matcher  {matcher}")?;
             if !g.requires.is_empty() {

@@ -10,24 +10,13 @@ use sandrail::clock;
 use sandrail::locations;
 use sandrail::store::{SessionStore, lifecycle};
 
-use super::{project_config, project_dir};
+use super::{project_config, session_or_latest};
 
 pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
     let config = project_config()?;
     let state =
         locations::state_dir().context("no state directory: set SANDRAIL_STATE_DIR (or HOME)")?;
-    let session = match session {
-        Some(session) => session,
-        None => {
-            let project = project_dir().context("no project directory: give --session")?;
-            lifecycle::last_session(&state, &project).with_context(|| {
-                format!(
-                    "no session has been seen in {} yet; give --session",
-                    project.display()
-                )
-            })?
-        }
-    };
+    let session = session_or_latest(session, &state)?;
     let rules = match SessionStore::open_existing(&state, &session, config.lock_timeout)? {
         Some(store) => store.read()?.rules()?,
         None => Vec::new(),

@@ -283,7 +283,7 @@ impl StateTxn {
 }
 
 /// The cycle as `sandrail cycle` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct CycleSnapshot {
     pub seq: u64,
     pub mark: u64,
