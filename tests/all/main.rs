@@ -9,6 +9,7 @@ mod cache;
 mod cli;
 mod concurrency;
 mod contracts;
+mod cycles;
 mod dotforge;
 mod escalation;
 mod events;

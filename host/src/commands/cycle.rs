@@ -13,8 +13,8 @@ use sandrail::store::cycle::CycleSnapshot;
 use super::{project_config, session_or_latest};
 
 pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
-    let lock_timeout = project_config()
-        .map_or(sandrail::config::DEFAULT_LOCK_TIMEOUT, |c| c.lock_timeout);
+    let lock_timeout =
+        project_config().map_or(sandrail::config::DEFAULT_LOCK_TIMEOUT, |c| c.lock_timeout);
     let state =
         locations::state_dir().context("no state directory: set SANDRAIL_STATE_DIR (or HOME)")?;
     let session = session_or_latest(session, &state)?;

@@ -62,7 +62,10 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
             let pin = if pinned { " (pinned)" } else { "" };
             writeln!(out, "  sha256   {sha256}{pin}")?;
             if g.is_context() {
-                writeln!(out, "  kind     context (records; only its leave at Stop may refuse)")?;
+                writeln!(
+                    out,
+                    "  kind     context (records; only its leave at Stop may refuse)"
+                )?;
             }
             writeln!(out, "  events   {}", events.join(", "))?;
             writeln!(out, "  matcher  {matcher}")?;

@@ -1,0 +1,530 @@
+//! Cycles: contexts that record, Stop gates that judge the span since the read
+//! mark, content-keyed file changes and the Stop-refusal cap — through the bundled
+//! pair (tag-declared, verify-artifact-produced) and the test context.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+const CONTEXT_PROBE: &str = env!("SANDRAIL_TEST_GUARDRAIL_CONTEXT_PROBE");
+
+/// The README's config for the bundled pair.
+const PAIR: &str = r#"
+[[guardrail]]
+name = "tag-declared"
+source = "builtin:tag-declared"
+kind = "context"
+events = ["PostToolUse"]
+matcher = "Write|Edit|MultiEdit"
+[guardrail.config]
+tag = "research"
+
+[[guardrail]]
+name = "verify-artifact-produced"
+source = "builtin:verify-artifact-produced"
+events = ["Stop"]
+requires = ["tag-declared"]
+[guardrail.config]
+artifact_glob = "reports/*.md"
+"#;
+
+/// An agent working in a project: a transcript that grows turn by turn, files
+/// written on disk and reported as Claude Code reports them.
+struct Agent<'a> {
+    project: &'a Project,
+    session: String,
+    transcript: PathBuf,
+    turns: u32,
+}
+
+impl<'a> Agent<'a> {
+    fn new(project: &'a Project, session: &str) -> Self {
+        let transcript = project.dir().join(format!("{session}.jsonl"));
+        std::fs::write(&transcript, "").expect("transcript");
+        Agent {
+            project,
+            session: session.to_owned(),
+            transcript,
+            turns: 0,
+        }
+    }
+
+    /// A real user message, then the assistant's answer and a tool result: the
+    /// next turn.
+    fn user(&mut self, text: &str) {
+        self.turns += 1;
+        let n = self.turns;
+        let lines = [
+            json!({"type": "user", "uuid": format!("u-{n}"), "sessionId": self.session, "message": {"role": "user", "content": text}}),
+            json!({"type": "assistant", "uuid": format!("a-{n}"), "message": {"id": format!("m-{n}"), "content": [{"type": "tool_use", "id": format!("toolu_{n}"), "name": "Write", "input": {}}]}}),
+            json!({"type": "user", "uuid": format!("r-{n}"), "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_{n}"), "content": "ok"}]}}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let mut existing = std::fs::read_to_string(&self.transcript).expect("read");
+        existing.push_str(&text);
+        std::fs::write(&self.transcript, existing).expect("append");
+    }
+
+    fn base(&self, event: &str, extra: Value) -> Vec<u8> {
+        let mut fields = json!({
+            "transcript_path": self.transcript,
+            "cwd": self.project.dir(),
+        });
+        if let (Some(fields), Some(extra)) = (fields.as_object_mut(), extra.as_object()) {
+            fields.extend(extra.clone());
+        }
+        payload(event, &self.session, fields)
+    }
+
+    /// The Write tool ran: the file is on disk, and PostToolUse reports it.
+    fn wrote(&self, relative: &str, content: &str) -> Run {
+        let path = self.project.dir().join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+        std::fs::write(&path, content).expect("write");
+        self.project.hook(&self.base(
+            "PostToolUse",
+            json!({
+                "tool_name": "Write",
+                "tool_input": {"file_path": path, "content": content},
+                "tool_response": {"filePath": path, "success": true},
+                "tool_use_id": "toolu_w",
+            }),
+        ))
+    }
+
+    /// A Bash call about to run (PreToolUse).
+    fn bash(&self, command: &str) -> Run {
+        let mut payload: Value =
+            serde_json::from_slice(&bash_in_turn(&self.session, command, &self.transcript))
+                .expect("json");
+        payload["cwd"] = json!(self.project.dir());
+        self.project
+            .hook(&serde_json::to_vec(&payload).expect("json"))
+    }
+
+    fn stop(&self, stop_hook_active: bool) -> Run {
+        self.project
+            .hook(&self.base("Stop", json!({"stop_hook_active": stop_hook_active})))
+    }
+
+    /// `sandrail cycle --json` for this session.
+    fn cycle(&self) -> Value {
+        let run = self
+            .project
+            .run(&["cycle", "--session", &self.session, "--json"]);
+        assert!(run.ok(), "{}", run.stderr());
+        serde_json::from_str(&run.stdout()).expect("json")
+    }
+}
+
+/// The reason a Stop was refused with, if it was.
+fn refused(run: &Run) -> Option<String> {
+    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    if run.stdout().trim().is_empty() {
+        return None;
+    }
+    let answer = run.answer();
+    (answer["decision"] == "block").then(|| answer["reason"].as_str().unwrap_or("").to_owned())
+}
+
+/// What the probe gate reported the cycle showed it.
+fn seen(run: &Run) -> Value {
+    let context = run.context();
+    let json = context
+        .strip_prefix("[watcher] ")
+        .unwrap_or_else(|| panic!("the watcher's note: {context}"));
+    serde_json::from_str(json).expect("json")
+}
+
+/// The last receipt's verdict for `guardrail`.
+fn last_verdict(project: &Project, guardrail: &str) -> String {
+    let text =
+        std::fs::read_to_string(project.state_dir().join("receipts.jsonl")).expect("receipts");
+    let last: Value = serde_json::from_str(text.lines().last().expect("a receipt")).expect("json");
+    last["guardrails"]
+        .as_array()
+        .and_then(|runs| runs.iter().find(|r| r["name"] == guardrail))
+        .map(|r| r["verdict"].as_str().unwrap_or("").to_owned())
+        .unwrap_or_else(|| "absent".to_owned())
+}
+
+const TAGGED: &str = "# Plan\n\n<!-- sandrail:tag research -->\nRead the papers.\n";
+
+#[test]
+fn refuse_then_fix_then_accept_and_a_quiet_stop_runs_no_check() {
+    let project = Project::new();
+    project.config(PAIR);
+    let mut agent = Agent::new(&project, "cycle-fix");
+    agent.user("research the cache design");
+    agent.wrote("notes/plan.md", TAGGED).assert_silent();
+
+    // The claim with no artifact: refused, and the mark stays.
+    let reason = refused(&agent.stop(false)).expect("refused");
+    assert!(
+        reason.contains("[verify-artifact-produced/artifact-missing]"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("reports/*.md") && reason.contains("'research'"),
+        "{reason}"
+    );
+    let cycle = agent.cycle();
+    assert_eq!(cycle["mark"], 0, "{cycle}");
+    assert_eq!(cycle["span"].as_array().map(Vec::len), Some(1), "{cycle}");
+    assert_eq!(cycle["refused"]["count"], 1, "{cycle}");
+
+    // Stopping again without a fix re-judges the same span: refused again.
+    assert!(refused(&agent.stop(true)).is_some());
+
+    // An artifact elsewhere is no artifact.
+    agent.wrote("drafts/r.md", "# Draft\n").assert_silent();
+    assert!(refused(&agent.stop(true)).is_some());
+
+    // The fix: the whole span is judged again, and accepted; the mark moves past it.
+    agent
+        .wrote("reports/cache.md", "# Findings\n")
+        .assert_silent();
+    assert_eq!(refused(&agent.stop(true)), None);
+    let cycle = agent.cycle();
+    assert_eq!(cycle["mark"], cycle["seq"], "{cycle}");
+    assert_eq!(cycle["span"], json!([]), "{cycle}");
+    assert_eq!(cycle["refused"]["count"], 0, "{cycle}");
+    assert_eq!(
+        cycle["contexts"][0][1]["active"], false,
+        "the context left: {cycle}"
+    );
+    assert_eq!(last_verdict(&project, "tag-declared"), "leave");
+
+    // A Stop with nothing new runs no check.
+    agent.stop(false).assert_silent();
+    assert_eq!(last_verdict(&project, "verify-artifact-produced"), "held");
+
+    // Later work is judged alone: an unrelated write in the next turn is no claim.
+    agent.user("fix the typo");
+    agent.wrote("src/lib.rs", "// typo fixed\n").assert_silent();
+    agent.stop(false).assert_silent();
+    assert_eq!(last_verdict(&project, "verify-artifact-produced"), "held");
+}
+
+#[test]
+fn evidence_from_turn_3_does_not_satisfy_a_claim_in_turn_9() {
+    let project = Project::new();
+    project.config(PAIR);
+
+    // Turn 3 wrote a report and its Stop was accepted; turn 9 claims again.
+    let mut agent = Agent::new(&project, "cycle-stale");
+    for turn in 1..=3 {
+        agent.user(&format!("step {turn}"));
+    }
+    agent.wrote("notes/plan.md", TAGGED).assert_silent();
+    agent.wrote("reports/run.md", "# Run 3\n").assert_silent();
+    assert_eq!(
+        refused(&agent.stop(false)),
+        None,
+        "turn 3 produced its artifact"
+    );
+    for turn in 4..=9 {
+        agent.user(&format!("step {turn}"));
+    }
+    agent.wrote("notes/plan-9.md", TAGGED).assert_silent();
+    let reason = refused(&agent.stop(false)).expect("turn 3's report does not count in turn 9");
+    assert!(reason.contains("artifact-missing"), "{reason}");
+
+    // The same when no Stop came between (the user interrupted turn 3): the report
+    // is still in the span, but from a turn before the claim.
+    let mut agent = Agent::new(&project, "cycle-interrupted");
+    for turn in 1..=3 {
+        agent.user(&format!("step {turn}"));
+    }
+    agent.wrote("reports/early.md", "# Early\n").assert_silent();
+    for turn in 4..=9 {
+        agent.user(&format!("step {turn}"));
+    }
+    agent.wrote("notes/plan.md", TAGGED).assert_silent();
+    let cycle = agent.cycle();
+    let turns: Vec<&str> = cycle["span"]
+        .as_array()
+        .expect("span")
+        .iter()
+        .filter_map(|e| e["turn"].as_str())
+        .collect();
+    assert_eq!(turns, ["3:u-3", "9:u-9"], "{cycle}");
+    assert!(
+        refused(&agent.stop(false)).is_some(),
+        "evidence from turn 3"
+    );
+
+    // Evidence in the claim's turn satisfies it.
+    agent.wrote("reports/late.md", "# Late\n").assert_silent();
+    assert_eq!(refused(&agent.stop(true)), None);
+}
+
+#[test]
+fn an_identical_rewrite_fires_no_file_change() {
+    let project = Project::new();
+    project.config(PAIR);
+    let mut agent = Agent::new(&project, "cycle-rewrite");
+    agent.user("first run");
+    agent.wrote("notes/plan.md", TAGGED).assert_silent();
+    agent.wrote("reports/run.md", "# Run\n").assert_silent();
+    assert_eq!(refused(&agent.stop(false)), None);
+
+    // The next turn claims again and rewrites the report byte for byte.
+    agent.user("second run");
+    agent.wrote("notes/plan.md", TAGGED).assert_silent();
+    agent.wrote("reports/run.md", "# Run\n").assert_silent();
+    let cycle = agent.cycle();
+    let span = cycle["span"].as_array().expect("span");
+    assert_eq!(span.len(), 2, "{cycle}");
+    assert_eq!(
+        span[0]["files"],
+        json!([]),
+        "the tag file is unchanged too: {cycle}"
+    );
+    assert_eq!(span[1]["tool"], "Write", "{cycle}");
+    assert_eq!(
+        span[1]["files"],
+        json!([]),
+        "an identical rewrite is no change: {cycle}"
+    );
+    assert!(
+        refused(&agent.stop(false)).is_some(),
+        "a rewrite that changes nothing proves nothing"
+    );
+
+    // A real change is.
+    agent
+        .wrote("reports/run.md", "# Run, again\n")
+        .assert_silent();
+    let cycle = agent.cycle();
+    let files = &cycle["span"][2]["files"];
+    assert_eq!(files[0]["path"], "reports/run.md", "{cycle}");
+    assert!(
+        files[0]["before"].is_string() && files[0]["sha256"].is_string(),
+        "{cycle}"
+    );
+    assert_eq!(refused(&agent.stop(true)), None);
+}
+
+#[test]
+fn a_context_subscribed_to_stop_is_rejected() {
+    let project = Project::new();
+    project.config(&PAIR.replace(
+        "events = [\"PostToolUse\"]",
+        "events = [\"PostToolUse\", \"Stop\"]",
+    ));
+    let run = project.run(&["check-config"]);
+    assert_eq!(run.code(), Some(1), "{}", run.stdout());
+    let said = format!("{}{}", run.stdout(), run.stderr());
+    assert!(
+        said.contains("tag-declared") && said.contains("a context cannot subscribe to Stop"),
+        "{said}"
+    );
+
+    // A gate is no context: one whose component is a context fails to run, by name.
+    project.config(&PAIR.replace("kind = \"context\"\n", ""));
+    let mut agent = Agent::new(&project, "cycle-kind");
+    agent.user("go");
+    let run = agent.wrote("notes/plan.md", TAGGED);
+    assert!(
+        run.stderr().contains("kind = \\\"context\\\"")
+            || run.stderr().contains("kind = \"context\""),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn a_missing_transcript_fails_open_with_a_stderr_line() {
+    let project = Project::new();
+    project.config(PAIR);
+    let mut agent = Agent::new(&project, "cycle-no-transcript");
+    agent.user("go");
+    agent.wrote("notes/plan.md", TAGGED).assert_silent();
+    // The transcript is gone by the Stop: the turn is unknown, so the claim cannot
+    // be tied to its evidence, and the Stop is not refused for it.
+    std::fs::remove_file(&agent.transcript).expect("remove");
+    let run = agent.stop(false);
+    assert_eq!(refused(&run), None, "stderr: {}", run.stderr());
+    let stderr = run.stderr();
+    assert!(stderr.contains("turn unknown: transcript: "), "{stderr}");
+    assert!(
+        stderr.contains("[verify-artifact-produced]") && stderr.contains("the turn is unknown"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn stops_refused_in_a_row_are_capped_at_eight() {
+    let project = Project::new();
+    project.config(PAIR);
+    let mut agent = Agent::new(&project, "cycle-cap");
+    agent.user("research");
+    agent.wrote("notes/plan.md", TAGGED).assert_silent();
+    for n in 1..=8 {
+        assert!(refused(&agent.stop(n > 1)).is_some(), "refusal {n}");
+    }
+    let run = agent.stop(true);
+    assert_eq!(refused(&run), None, "the ninth is let through");
+    let message = run.answer()["systemMessage"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        message.contains("[sandrail]")
+            && message.contains("9 Stops in a row")
+            && message.contains("artifact-missing"),
+        "{message}"
+    );
+    assert!(
+        run.stderr().contains("max_refused_stops = 8"),
+        "{}",
+        run.stderr()
+    );
+    let receipts =
+        std::fs::read_to_string(project.state_dir().join("receipts.jsonl")).expect("receipts");
+    let last: Value = serde_json::from_str(receipts.lines().last().expect("line")).expect("json");
+    assert_eq!(last["released"], true, "{last}");
+    assert_eq!(last["decision"], "allow", "{last}");
+    // Let through is not accepted: the mark stays, and the next turn is judged again.
+    assert_eq!(agent.cycle()["mark"], 0);
+    agent.user("and now?");
+    assert!(
+        refused(&agent.stop(false)).is_some(),
+        "a new turn refuses again"
+    );
+
+    // The cap is configurable.
+    project.config(&format!("[settings]\nmax_refused_stops = 2\n{PAIR}"));
+    let mut agent = Agent::new(&project, "cycle-cap-2");
+    agent.user("research");
+    agent.wrote("notes/plan.md", TAGGED).assert_silent();
+    assert!(refused(&agent.stop(false)).is_some());
+    assert!(refused(&agent.stop(true)).is_some());
+    assert_eq!(refused(&agent.stop(true)), None);
+}
+
+/// A context probe entering on `deploy`, and a probe gate that reports what the
+/// cycle shows it, both on Bash calls and Stop.
+fn context_and_gate(hold: Option<&str>) -> String {
+    let hold = hold
+        .map(|h| format!("hold = \"{h}\"\n"))
+        .unwrap_or_default();
+    format!(
+        r#"
+[[guardrail]]
+name = "deploying"
+source = "{CONTEXT_PROBE}"
+kind = "context"
+events = ["PreToolUse"]
+matcher = "Bash"
+[guardrail.config]
+enter_on = "deploy"
+exit_on = "rollback"
+{hold}
+[[guardrail]]
+name = "watcher"
+source = "{PROBE}"
+events = ["PreToolUse", "Stop"]
+requires = ["deploying"]
+[guardrail.config]
+action = "cycle"
+"#
+    )
+}
+
+#[test]
+fn a_gate_sees_the_contexts_it_requires_and_a_holding_context_keeps_the_stop() {
+    let project = Project::new();
+    project.config(&context_and_gate(Some("the deploy is not verified")));
+    let mut agent = Agent::new(&project, "cycle-context");
+    agent.user("deploy it");
+
+    // Before it enters: the gate runs on the Bash call and sees it inactive.
+    let view = seen(&agent.bash("ls"));
+    assert_eq!(view["contexts"][0]["active"], false, "{view}");
+
+    // The context runs before the gate that requires it, in the same event.
+    let view = seen(&agent.bash("./deploy.sh prod"));
+    let context = &view["contexts"][0];
+    assert_eq!(context["name"], "deploying", "{view}");
+    assert_eq!(context["active"], true, "{view}");
+    assert_eq!(context["entered_this_turn"], true, "{view}");
+    assert_eq!(context["entered_this_cycle"], true, "{view}");
+    assert_eq!(context["entered_turn"], "1:u-1", "{view}");
+    let payload: Value =
+        serde_json::from_str(context["payload"].as_str().expect("payload")).expect("json");
+    assert_eq!(payload["command"], "./deploy.sh prod", "{view}");
+
+    // At Stop the gate runs (its context entered this cycle), then the context's
+    // leave holds the Stop, and the context stays active.
+    let reason = refused(&agent.stop(false)).expect("held");
+    assert!(
+        reason.contains("[deploying] the deploy is not verified"),
+        "{reason}"
+    );
+    let cycle = agent.cycle();
+    assert_eq!(cycle["contexts"][0][1]["active"], true, "{cycle}");
+    assert_eq!(cycle["mark"], 0, "{cycle}");
+
+    // In the next turn it is still active, but not entered this turn.
+    agent.user("status?");
+    let view = seen(&agent.bash("ls"));
+    assert_eq!(view["contexts"][0]["active"], true, "{view}");
+    assert_eq!(view["contexts"][0]["entered_this_turn"], false, "{view}");
+    assert_eq!(view["contexts"][0]["entered_this_cycle"], true, "{view}");
+
+    // Once its leave lets go, the Stop is accepted and the context is left.
+    project.config(&context_and_gate(None));
+    assert_eq!(refused(&agent.stop(true)), None);
+    let cycle = agent.cycle();
+    assert_eq!(cycle["contexts"][0][1]["active"], false, "{cycle}");
+    assert_eq!(cycle["mark"], cycle["seq"], "{cycle}");
+
+    // Exit by transition, and a payload that is not JSON is not recorded.
+    agent.bash("./deploy.sh staging");
+    agent.bash("./rollback.sh");
+    assert_eq!(agent.cycle()["contexts"][0][1]["active"], false);
+    project.config(&context_and_gate(None).replace("exit_on", "bad_payload = true\nexit_on"));
+    let run = agent.bash("./deploy.sh again");
+    assert!(
+        run.stderr().contains("its enter payload is not JSON"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(agent.cycle()["contexts"][0][1]["active"], false);
+}
+
+#[test]
+fn a_gate_reads_a_contexts_stamp_through_list_owner() {
+    let project = Project::new();
+    project.config(&format!(
+        r#"{PAIR}
+[[guardrail]]
+name = "watcher"
+source = "{PROBE}"
+events = ["PostToolUse"]
+requires = ["tag-declared"]
+[guardrail.config]
+action = "cycle"
+owner = "tag-declared"
+key = "tag:research"
+"#
+    ));
+    let stamped = |run: &Run| seen(run)["stamped"].as_str().unwrap_or("").to_owned();
+    let mut agent = Agent::new(&project, "cycle-stamp");
+    agent.user("research");
+    assert_eq!(stamped(&agent.wrote("notes/a.md", "no tag")), "Never");
+    let run = agent.wrote("notes/plan.md", TAGGED);
+    assert_eq!(stamped(&run), "ThisTurn");
+    // The span the gate reads holds both calls, in order, with their turn.
+    let view = seen(&run);
+    assert_eq!(view["span"][1]["files"], json!(["notes/plan.md"]), "{view}");
+    assert_eq!(view["span"][1]["turn"], "1:u-1", "{view}");
+    agent.user("next");
+    assert_eq!(stamped(&agent.wrote("notes/b.md", "later")), "EarlierTurn");
+    std::fs::remove_file(&agent.transcript).expect("remove");
+    assert_eq!(stamped(&agent.wrote("notes/c.md", "no turn")), "Unknown");
+}
