@@ -301,6 +301,44 @@ fn main() {
     row("Stop, 1 MiB transcript", &stops[0], &floor);
     row("Stop, 100 MiB transcript", &stops[1], &floor);
 
+    // A cycle kept: each finished Write is hashed and goes into the span, and a
+    // context observes it (the bundled pair, as the README configures it).
+    let cycle_project = project_with(
+        dir,
+        "cycle",
+        "[[guardrail]]\nname = \"tag-declared\"\nsource = \"builtin:tag-declared\"\nkind = \"context\"\nevents = [\"PostToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\ntag = \"research\"\n[[guardrail]]\nname = \"verify-artifact-produced\"\nsource = \"builtin:verify-artifact-produced\"\nevents = [\"Stop\"]\nrequires = [\"tag-declared\"]\n[guardrail.config]\nartifact_glob = \"reports/*.md\"\n",
+    );
+    let written = cycle_project.join("notes.md");
+    std::fs::write(&written, "# Notes\n").expect("write notes");
+    let post_write = serde_json::json!({
+        "session_id": "cycle",
+        "transcript_path": dir.join("long-1.jsonl"),
+        "cwd": cycle_project,
+        "permission_mode": "default",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": written, "content": "# Notes\n"},
+        "tool_response": {"success": true},
+    })
+    .to_string();
+    let cycle_state = dir.join("cycle-state");
+    let cycle_run = Stats::of(
+        (0..runs)
+            .map(|_| {
+                spawn_in(
+                    SANDRAIL,
+                    &post_write,
+                    dir,
+                    &warm_cache,
+                    &cycle_state,
+                    &cycle_project,
+                )
+                .0
+            })
+            .collect(),
+    );
+    row("PostToolUse Write, context", &cycle_run, &floor);
+
     let padded_command = format!("{}git push --force", "true | ".repeat((2 << 20) / 7));
     let padded_payload = pre_tool_use("Bash", serde_json::json!({ "command": padded_command }));
     let padded = Stats::of(

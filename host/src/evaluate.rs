@@ -129,8 +129,14 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     // At Stop, every context may have to leave: whether it is active is known once
     // the session is held.
     let mut leaving: Vec<(&Guardrail, Result<Prepared, String>)> = if stopping {
+        let off = dirs
+            .state
+            .as_deref()
+            .map(|state| crate::store::lifecycle::switched_off(state, &input.session_id))
+            .unwrap_or_default();
         config
             .contexts()
+            .filter(|g| !off.contains(&g.name))
             .map(|g| (g, runtime::prepare_guardrail(g).map_err(|e| e.to_string())))
             .collect()
     } else {

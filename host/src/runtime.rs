@@ -111,6 +111,14 @@ pub enum LoadError {
     Compile(wasmtime::Error),
     #[error("does not fit the sandrail:guardrail world: {0:#}")]
     Link(wasmtime::Error),
+    #[error(
+        "its entry says kind = \"{configured}\" but the component is a {built} (it exports `{export}`): give the entry kind = \"{built}\""
+    )]
+    KindMismatch {
+        configured: &'static str,
+        built: &'static str,
+        export: &'static str,
+    },
 }
 
 /// Why a guardrail produced no verdict.
@@ -679,6 +687,18 @@ pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepare
         return Err(LoadError::LockUnusable(why.clone()));
     }
     let prepared = prepare(&guardrail.source, guardrail.sha256.as_deref())?;
+    if prepared.context != guardrail.is_context() {
+        let (built, export) = if prepared.context {
+            ("context", "context")
+        } else {
+            ("gate", "evaluate")
+        };
+        return Err(LoadError::KindMismatch {
+            configured: guardrail.kind.name(),
+            built,
+            export,
+        });
+    }
     match &guardrail.locked {
         Some(Locked::Sha256(expected)) if *expected != prepared.sha256 => {
             Err(LoadError::LockMismatch {

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 const CONTEXT_PROBE: &str = env!("SANDRAIL_TEST_GUARDRAIL_CONTEXT_PROBE");
+const CYCLE_PROBE: &str = env!("SANDRAIL_TEST_GUARDRAIL_CYCLE_PROBE");
 
 /// The README's config for the bundled pair.
 const PAIR: &str = r#"
@@ -90,6 +91,20 @@ impl<'a> Agent<'a> {
                 "tool_input": {"file_path": path, "content": content},
                 "tool_response": {"filePath": path, "success": true},
                 "tool_use_id": "toolu_w",
+            }),
+        ))
+    }
+
+    /// A Bash call that ran (PostToolUse); `effect` does on disk what it did.
+    fn ran(&self, command: &str, effect: impl FnOnce(&std::path::Path)) -> Run {
+        effect(&self.project.dir());
+        self.project.hook(&self.base(
+            "PostToolUse",
+            json!({
+                "tool_name": "Bash",
+                "tool_input": {"command": command, "description": "Run a command"},
+                "tool_response": {"stdout": "", "stderr": "", "interrupted": false},
+                "tool_use_id": "toolu_b",
             }),
         ))
     }
@@ -256,8 +271,25 @@ fn evidence_from_turn_3_does_not_satisfy_a_claim_in_turn_9() {
         "evidence from turn 3"
     );
 
-    // Evidence in the claim's turn satisfies it.
-    agent.wrote("reports/late.md", "# Late\n").assert_silent();
+    // Evidence in the claim's turn satisfies it — here written by a shell command
+    // the facts layer recognises.
+    agent
+        .ran("cat notes/plan.md > reports/late.md", |dir| {
+            std::fs::write(dir.join("reports/late.md"), TAGGED).expect("write")
+        })
+        .assert_silent();
+    let cycle = agent.cycle();
+    let last = cycle["span"]
+        .as_array()
+        .and_then(|s| s.last())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(last["tool"], "Bash", "{cycle}");
+    assert_eq!(last["files"][0]["path"], "reports/late.md", "{cycle}");
+    assert_eq!(
+        last["facts"]["name"], "Bash",
+        "the call's tool facts: {cycle}"
+    );
     assert_eq!(refused(&agent.stop(true)), None);
 }
 
@@ -323,14 +355,24 @@ fn a_context_subscribed_to_stop_is_rejected() {
         "{said}"
     );
 
-    // A gate is no context: one whose component is a context fails to run, by name.
+    // A context's component configured as a gate is not run, and check-config
+    // says which kind to give it.
     project.config(&PAIR.replace("kind = \"context\"\n", ""));
+    let run = project.run(&["check-config"]);
+    assert_eq!(run.code(), Some(1), "{}", run.stdout());
+    let said = format!("{}{}", run.stdout(), run.stderr());
+    assert!(said.contains("give the entry kind = \"context\""), "{said}");
     let mut agent = Agent::new(&project, "cycle-kind");
     agent.user("go");
     let run = agent.wrote("notes/plan.md", TAGGED);
     assert!(
-        run.stderr().contains("kind = \\\"context\\\"")
-            || run.stderr().contains("kind = \"context\""),
+        run.stderr().contains("context 'tag-declared' not run")
+            || run.stderr().contains("guardrail 'tag-declared' not run"),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        run.stderr().contains("give the entry kind = \"context\""),
         "{}",
         run.stderr()
     );
@@ -426,11 +468,9 @@ exit_on = "rollback"
 {hold}
 [[guardrail]]
 name = "watcher"
-source = "{PROBE}"
+source = "{CYCLE_PROBE}"
 events = ["PreToolUse", "Stop"]
 requires = ["deploying"]
-[guardrail.config]
-action = "cycle"
 "#
     )
 }
@@ -504,11 +544,10 @@ fn a_gate_reads_a_contexts_stamp_through_list_owner() {
         r#"{PAIR}
 [[guardrail]]
 name = "watcher"
-source = "{PROBE}"
+source = "{CYCLE_PROBE}"
 events = ["PostToolUse"]
 requires = ["tag-declared"]
 [guardrail.config]
-action = "cycle"
 owner = "tag-declared"
 key = "tag:research"
 "#

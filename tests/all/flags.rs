@@ -1,6 +1,6 @@
 //! Flags: set by one guardrail, checked or consumed by another, only as granted;
 //! consuming is race-free; and a guardrail built against the 0.1.0 contract still
-//! loads and judges under the host that serves 0.1.2.
+//! loads and judges under the host that serves 0.1.3.
 
 use std::path::Path;
 

@@ -22,9 +22,9 @@ fn inspect_a_builtin_under_the_embedded_default() {
     let out = run.stdout();
     for line in [
         format!("sha256     {sha}"),
-        "world      sandrail:guardrail/guardrail@0.1.2".to_owned(),
+        "world      sandrail:guardrail/guardrail@0.1.3".to_owned(),
         "loads      yes".to_owned(),
-        "  sandrail:guardrail/types@0.1.2  event-kind, turn, event, violation, verdict".to_owned(),
+        "  sandrail:guardrail/types@0.1.3  event-kind, turn, event, violation, verdict".to_owned(),
         "  evaluate  func".to_owned(),
         "under (embedded default)".to_owned(),
         "  guardrail 'destructive-commands'".to_owned(),

@@ -118,11 +118,11 @@ pub fn print_granted(out: &mut impl Write, g: &Granted) -> std::io::Result<()> {
     writeln!(out, "    pin        {}", g.pin)?;
     writeln!(
         out,
-        "    kind       {}    events {} (matcher {})",
-        g.kind,
+        "    events     {} (matcher {})",
         g.events.join(", "),
         g.matcher
     )?;
+    writeln!(out, "    kind       {}", g.kind)?;
     writeln!(
         out,
         "    on_error   {}    gate {}",

@@ -35,38 +35,6 @@ impl Guardrail for Probe {
                     .collect();
                 Verdict::note(format!("keyspace: {}", listed.join(",")))
             }
-            // Reports what the cycle shows it: the contexts it requires, the span,
-            // and whether `owner` stamped `key` this turn.
-            "cycle" => {
-                let contexts: Vec<serde_json::Value> = sandrail_guest::cycle::contexts()?
-                    .into_iter()
-                    .map(|c| {
-                        serde_json::json!({
-                            "name": c.name,
-                            "active": c.active,
-                            "payload": c.payload,
-                            "entered_turn": c.entered_turn,
-                            "entered_this_turn": c.entered_this_turn,
-                            "entered_this_cycle": c.entered_this_cycle,
-                        })
-                    })
-                    .collect();
-                let span: Vec<serde_json::Value> = sandrail_guest::cycle::span()?
-                    .into_iter()
-                    .map(|e| {
-                        let files: Vec<&str> = e.files.iter().map(|f| f.path.as_str()).collect();
-                        serde_json::json!({"tool": e.tool_name, "turn": e.turn, "files": files})
-                    })
-                    .collect();
-                let stamped = (!config.owner.is_empty())
-                    .then(|| state::stamped_this_turn_by(&config.owner, &config.key))
-                    .transpose()?
-                    .map(|s| format!("{s:?}"));
-                Verdict::note(
-                    serde_json::json!({"contexts": contexts, "span": span, "stamped": stamped})
-                        .to_string(),
-                )
-            }
             // Reports the value under `key`.
             "read" => Verdict::note(format!("{}={:?}", config.key, state::get_raw(&config.key)?)),
             // Increments a counter: the lost-update check.
