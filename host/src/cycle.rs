@@ -256,3 +256,50 @@ pub fn project_of(dirs_project: Option<&Path>, input: &HookInput) -> Option<Path
         .map(Path::to_path_buf)
         .or_else(|| input.cwd.as_deref().map(PathBuf::from))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::store::SessionStore;
+
+    fn turn(count: u32) -> Turn {
+        Turn {
+            count,
+            uuid: format!("u{count}"),
+        }
+    }
+
+    fn outcome(dir: &Path, refused: bool, turn_count: u32, continuing: bool) -> String {
+        let mut txn = SessionStore::open(dir, "s", Duration::from_secs(1))
+            .and_then(SessionStore::begin)
+            .expect("a transaction");
+        let out = settle_stop(&mut txn, refused, Some(&turn(turn_count)), continuing, 2)
+            .expect("settled");
+        txn.commit().expect("commit");
+        match out {
+            StopOutcome::Accepted => "accepted".into(),
+            StopOutcome::Refused { count } => format!("refused {count}"),
+            StopOutcome::Released { count } => format!("released {count}"),
+        }
+    }
+
+    #[test]
+    fn refusals_in_a_row_are_counted_per_turn_or_per_chain_and_capped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = dir.path();
+        assert_eq!(outcome(dir, true, 1, false), "refused 1");
+        assert_eq!(outcome(dir, true, 1, false), "refused 2");
+        assert_eq!(outcome(dir, true, 1, false), "released 3");
+        // A new turn that the harness does not mark as continuing starts again.
+        assert_eq!(outcome(dir, true, 2, false), "refused 1");
+        // A refusal handed back as a new user message is a new turn, but the chain
+        // goes on (`stop_hook_active`).
+        assert_eq!(outcome(dir, true, 3, true), "refused 2");
+        assert_eq!(outcome(dir, true, 4, true), "released 3");
+        // Accepting starts the count again.
+        assert_eq!(outcome(dir, false, 4, true), "accepted");
+        assert_eq!(outcome(dir, true, 4, true), "refused 1");
+    }
+}

@@ -318,3 +318,80 @@ impl StateReader {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::store::SessionStore;
+
+    fn txn(dir: &std::path::Path) -> StateTxn {
+        SessionStore::open(dir, "s", Duration::from_secs(1))
+            .and_then(SessionStore::begin)
+            .expect("a transaction")
+    }
+
+    fn event(tool: &str) -> SpanEvent {
+        SpanEvent {
+            seq: 0,
+            event: "PostToolUse".into(),
+            tool: Some(tool.into()),
+            turn: Some("1:u".into()),
+            time: 0,
+            facts: serde_json::json!({}),
+            files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_mark_drops_the_span_it_covers_and_contexts_enter_after_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut t = txn(dir.path());
+        assert_eq!(t.record_span(event("Write")).expect("record"), 1);
+        assert_eq!(t.record_span(event("Bash")).expect("record"), 2);
+        assert_eq!(t.span().expect("span").len(), 2);
+        t.advance_mark().expect("advance");
+        assert!(t.span().expect("span").is_empty());
+        assert!(!t.anything_since_mark().expect("since"));
+        let entered = t.next_seq().expect("seq");
+        t.set_context(
+            "ctx",
+            &ContextRecord {
+                active: true,
+                payload: Some("{}".into()),
+                entered_turn: Some("2:v".into()),
+                entered_seq: entered,
+            },
+        )
+        .expect("set");
+        t.commit().expect("commit");
+
+        let t = txn(dir.path());
+        let views = t
+            .context_views(&["ctx".to_owned(), "never".to_owned()], Some("2:v"))
+            .expect("views");
+        assert!(views[0].active && views[0].entered_this_cycle && views[0].entered_this_turn);
+        assert!(!views[1].active && !views[1].entered_this_cycle);
+        // Another turn: still this cycle, not this turn; an unknown turn is never "this turn".
+        let later = t
+            .context_views(&["ctx".to_owned()], Some("3:w"))
+            .expect("views");
+        assert!(later[0].entered_this_cycle && !later[0].entered_this_turn);
+        let unknown = t.context_views(&["ctx".to_owned()], None).expect("views");
+        assert!(!unknown[0].entered_this_turn);
+    }
+
+    #[test]
+    fn the_span_keeps_its_newest_events() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut t = txn(dir.path());
+        for _ in 0..MAX_SPAN_EVENTS + 5 {
+            t.record_span(event("Read")).expect("record");
+        }
+        let span = t.span().expect("span");
+        assert_eq!(span.len() as u64, MAX_SPAN_EVENTS);
+        assert_eq!(span[0].seq, 6);
+        assert_eq!(span.last().map(|e| e.seq), Some(MAX_SPAN_EVENTS + 5));
+    }
+}
