@@ -21,6 +21,9 @@ use crate::transcript::Turn;
 const MAX_FILES_PER_CALL: usize = 100;
 /// The largest file hashed; a larger one is not recorded.
 const MAX_HASHED_BYTES: u64 = 256 << 20;
+/// The largest `tool` facts a span event keeps, in bytes of JSON: a call with a
+/// megabyte command line is recorded by its name alone.
+const MAX_SPAN_FACTS_BYTES: usize = 16 * 1024;
 /// The largest payload a context may enter with, in bytes.
 pub const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
 
@@ -128,14 +131,26 @@ pub fn record_call(
         tool: input.tool_name.clone(),
         turn: turn.map(Turn::id),
         time: now,
-        facts: facts
-            .tool()
-            .cloned()
-            .map(serde_json::Value::Object)
-            .unwrap_or_else(|| serde_json::json!({})),
+        facts: span_facts(facts),
         files,
     })?;
     Ok(())
+}
+
+/// The call's `tool` facts as the span keeps them: whole up to
+/// [`MAX_SPAN_FACTS_BYTES`], else the tool's name and a note of what was left out.
+fn span_facts(facts: &Facts) -> serde_json::Value {
+    let Some(tool) = facts.tool() else {
+        return serde_json::json!({});
+    };
+    let whole = serde_json::Value::Object(tool.clone());
+    if whole.to_string().len() <= MAX_SPAN_FACTS_BYTES {
+        return whole;
+    }
+    serde_json::json!({
+        "name": tool.get("name"),
+        "omitted": format!("the call's facts are larger than {} KiB", MAX_SPAN_FACTS_BYTES >> 10),
+    })
 }
 
 /// Applies a context's transition to its record; `Err` names what was wrong with

@@ -338,6 +338,19 @@ fn an_identical_rewrite_fires_no_file_change() {
         "{cycle}"
     );
     assert_eq!(refused(&agent.stop(true)), None);
+
+    // A call with facts past 16 KiB is kept by its tool's name.
+    let long = format!("echo {}", "x".repeat(100_000));
+    agent.ran(&long, |_| {}).assert_silent();
+    let cycle = agent.cycle();
+    let facts = &cycle["span"][0]["facts"];
+    assert_eq!(facts["name"], "Bash", "{facts}");
+    assert!(
+        facts["omitted"]
+            .as_str()
+            .is_some_and(|o| o.contains("16 KiB")),
+        "{facts}"
+    );
 }
 
 #[test]
@@ -562,6 +575,12 @@ key = "tag:research"
     let view = seen(&run);
     assert_eq!(view["span"][1]["files"], json!(["notes/plan.md"]), "{view}");
     assert_eq!(view["span"][1]["turn"], "1:u-1", "{view}");
+    // The context's entries, read as typed values: the stamp holds the turn.
+    assert_eq!(
+        view["owner_entries"],
+        json!(["tag:research@1:u-1"]),
+        "{view}"
+    );
     agent.user("next");
     assert_eq!(stamped(&agent.wrote("notes/b.md", "later")), "EarlierTurn");
     std::fs::remove_file(&agent.transcript).expect("remove");

@@ -1,5 +1,6 @@
 //! A Stop gate for the integration tests: it reports what the cycle shows it — the
-//! contexts it requires, the span, and whether `owner` stamped `key` this turn.
+//! contexts it requires, the span, whether `owner` stamped `key` this turn, and
+//! `owner`'s entries as typed values.
 //! Apart from the probe, because importing `cycle` makes a gate quiet at a Stop
 //! with nothing new, and the probe must judge every Stop.
 
@@ -43,8 +44,18 @@ impl Guardrail for CycleProbe {
             .then(|| state::stamped_this_turn_by(&config.owner, &config.key))
             .transpose()?
             .map(|s| format!("{s:?}"));
+        let owner_keys: Option<Vec<String>> = (!config.owner.is_empty())
+            .then(|| state::list_owner_as::<String>(&config.owner, ""))
+            .transpose()?
+            .map(|entries| {
+                entries
+                    .into_iter()
+                    .map(|(key, turn)| format!("{key}@{turn}"))
+                    .collect()
+            });
         Ok(Verdict::note(
-            serde_json::json!({"contexts": contexts, "span": span, "stamped": stamped}).to_string(),
+            serde_json::json!({"contexts": contexts, "span": span, "stamped": stamped, "owner_entries": owner_keys})
+                .to_string(),
         ))
     }
 }
