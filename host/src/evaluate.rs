@@ -321,16 +321,10 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             run.us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
             run.exceeded = outcome.exceeded.iter().map(|l| (*l).to_owned()).collect();
             let ok = outcome.result.is_ok();
-            match outcome.keyspace.finish_keeping(ok && !cut, ok) {
-                Ok(t) => txn = t,
-                Err(e) => {
-                    let why = format!(
-                        "the state of this event could not be saved (at context '{}'): {e}",
-                        guardrail.name
-                    );
-                    report_lost_state(&mut decision, config, &why);
-                    unavailable = format!("the state store failed during this event: {e}");
-                }
+            let finished = outcome.keyspace.finish_keeping(ok && !cut, ok);
+            let who = format!("context '{}'", guardrail.name);
+            if let Some(why) = take_back(finished, &mut txn, &mut decision, config, &who) {
+                unavailable = why;
             }
             run.verdict = match outcome.result {
                 Ok(runtime::ContextAnswer::Transition(transition)) if !cut => {
@@ -371,16 +365,9 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         } else {
             outcome.keyspace.finish(verdict.is_ok())
         };
-        match finished {
-            Ok(t) => txn = t,
-            Err(e) => {
-                let why = format!(
-                    "the state of this event could not be saved (at guardrail '{}'): {e}",
-                    guardrail.name
-                );
-                report_lost_state(&mut decision, config, &why);
-                unavailable = format!("the state store failed during this event: {e}");
-            }
+        let who = format!("guardrail '{}'", guardrail.name);
+        if let Some(why) = take_back(finished, &mut txn, &mut decision, config, &who) {
+            unavailable = why;
         }
         if cut {
             decision.trace.guardrails.push(run);
@@ -468,6 +455,30 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         std::mem::forget(runtime);
     }
     decision
+}
+
+/// Takes the event's transaction back from the keyspace `who` (a guardrail or a
+/// context) ran with. When its writes could not be applied the event's state is
+/// lost: stderr says so and the failure policy decides; the answer is why the
+/// guardrails still to run have no state.
+fn take_back(
+    finished: Result<Option<StateTxn>, StoreError>,
+    txn: &mut Option<StateTxn>,
+    decision: &mut Decision,
+    config: &Config,
+    who: &str,
+) -> Option<String> {
+    match finished {
+        Ok(t) => {
+            *txn = t;
+            None
+        }
+        Err(e) => {
+            let why = format!("the state of this event could not be saved (at {who}): {e}");
+            report_lost_state(decision, config, &why);
+            Some(format!("the state store failed during this event: {e}"))
+        }
+    }
 }
 
 /// A context's payload while it is active, as its keyspace's transaction holds it.
@@ -563,15 +574,14 @@ fn leave_contexts(
             }
             other => Ok(other),
         });
-        match outcome.keyspace.finish(answer.is_ok()) {
-            Ok(t) => *txn = t,
-            Err(e) => {
-                let why = format!(
-                    "the state of this event could not be saved (at context '{name}'): {e}"
-                );
-                report_lost_state(decision, config, &why);
-            }
-        }
+        let finished = outcome.keyspace.finish(answer.is_ok());
+        take_back(
+            finished,
+            txn,
+            decision,
+            config,
+            &format!("context '{name}'"),
+        );
         match answer {
             Ok(runtime::ContextAnswer::Holds(None)) => {
                 run.verdict = "leave".to_owned();
