@@ -189,6 +189,16 @@ fn refuse_then_fix_then_accept_and_a_quiet_stop_runs_no_check() {
     assert_eq!(cycle["mark"], 0, "{cycle}");
     assert_eq!(cycle["span"].as_array().map(Vec::len), Some(1), "{cycle}");
     assert_eq!(cycle["refused"]["count"], 1, "{cycle}");
+    let shown = project.run(&["cycle", "--session", "cycle-fix"]).stdout();
+    for line in [
+        "read mark 0 of 2 recorded; 1 event(s) in the span",
+        "1 Stop(s) refused in a row (turn 1:u-1)",
+        "context tag-declared: active, entered this cycle (turn 1:u-1), payload {\"tag\":\"research\"",
+        "PostToolUse Write  turn 1:u-1",
+        "changed notes/plan.md (",
+    ] {
+        assert!(shown.contains(line), "missing {line:?} in {shown}");
+    }
 
     // Stopping again without a fix re-judges the same span: refused again.
     assert!(refused(&agent.stop(true)).is_some());
