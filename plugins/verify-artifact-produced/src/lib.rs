@@ -82,7 +82,7 @@ impl Guardrail for VerifyArtifactProduced {
         Ok(Verdict::violation(
             "artifact-missing",
             format!(
-                "This turn declared the tag {declared}, but no file matching `{}` was created or changed since. Produce the artifact (rewriting an existing one unchanged does not count), then stop.",
+                "The tag {declared} was declared, but no file matching `{}` was created or changed in that turn or after it. Produce the artifact (rewriting an existing one unchanged does not count), then stop.",
                 config.artifact_glob
             ),
         ))
