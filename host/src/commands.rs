@@ -9,10 +9,12 @@ pub mod import;
 pub mod inspect;
 pub mod list;
 pub mod overrides;
+pub mod person;
 pub mod pin;
 pub mod receipts;
 pub mod state;
 pub mod status;
+pub mod trust;
 
 use sandrail::config::Config;
 use sandrail::locations;

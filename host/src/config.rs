@@ -46,6 +46,13 @@ pub enum ConfigError {
     },
 }
 
+/// Where a project's configuration is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Located {
+    File(PathBuf),
+    Embedded,
+}
+
 /// Where the configuration in force came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
@@ -74,6 +81,23 @@ struct RawConfig {
     facts: crate::facts::patterns::RawPatterns,
     #[serde(default)]
     protect: RawProtect,
+    #[serde(default)]
+    receipts: RawReceipts,
+}
+
+/// `[receipts]`: where receipts go besides their file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReceipts {
+    /// Each receipt also to the system log, out of the agent's reach.
+    #[serde(default = "yes")]
+    syslog: bool,
+}
+
+impl Default for RawReceipts {
+    fn default() -> Self {
+        RawReceipts { syslog: true }
+    }
 }
 
 /// `[protect]`: the host's self-protection.
@@ -246,6 +270,8 @@ pub struct Config {
     /// Stops refused in a row within one turn after which the host lets the next
     /// one through (Claude Code's own cap is 8).
     pub max_refused_stops: u32,
+    /// Whether each receipt also goes to the system log (`[receipts] syslog`).
+    pub receipts_to_syslog: bool,
 }
 
 /// The default of `[settings] max_refused_stops`.
@@ -371,8 +397,8 @@ pub struct Guardrail {
     pub enabled: bool,
     /// The flags it may set, check and consume.
     pub flags: crate::store::FlagGrants,
-    /// Files the host reads for it: (the path as written, where it is).
-    pub data: Vec<(String, PathBuf)>,
+    /// Files the host reads for it.
+    pub data: Vec<DataGrant>,
     /// The fact namespaces it reads whose upkeep costs state (`facts = ["session"]`).
     pub reads_facts: Vec<crate::facts::Costly>,
     /// When it cannot judge (missing, unloadable, crashed, out of time or memory,
@@ -381,6 +407,20 @@ pub struct Guardrail {
     /// Its own gate mode; `None`: the config's.
     pub gate: Option<crate::receipts::Gate>,
     pub kind: Kind,
+    /// The session's copy of its component, when a policy snapshot is in force:
+    /// what runs, whatever has become of the file since.
+    pub frozen: Option<crate::policy::Frozen>,
+}
+
+/// A file the host reads for a guardrail when the guardrail asks for it.
+#[derive(Debug, Clone)]
+pub struct DataGrant {
+    /// The path as the config writes it, which is how the guardrail names it.
+    pub written: String,
+    /// Where it is.
+    pub path: PathBuf,
+    /// The session's copy of it, when a policy snapshot is in force.
+    pub frozen: Option<crate::policy::Frozen>,
 }
 
 impl Guardrail {
@@ -403,14 +443,23 @@ impl Guardrail {
 }
 
 impl Config {
-    /// Finds and loads the configuration in force for a project directory.
+    /// Finds and loads the configuration on disk for a project directory.
     pub fn discover(project_dir: Option<&Path>) -> Result<Config, ConfigError> {
+        match Config::locate(project_dir)? {
+            Located::File(path) => Config::load(&path),
+            Located::Embedded => Config::embedded(),
+        }
+    }
+
+    /// Where the configuration for a project directory is: `SANDRAIL_CONFIG`, else
+    /// the nearest `sandrail.toml` walking up, else the embedded default.
+    pub fn locate(project_dir: Option<&Path>) -> Result<Located, ConfigError> {
         if let Some(explicit) = std::env::var_os("SANDRAIL_CONFIG").filter(|v| !v.is_empty()) {
             let path = PathBuf::from(explicit);
             if !path.exists() {
                 return Err(ConfigError::MissingExplicit(path));
             }
-            return Config::load(&path);
+            return Ok(Located::File(path));
         }
         if let Some(dir) = project_dir {
             for ancestor in dir.ancestors() {
@@ -418,11 +467,11 @@ impl Config {
                 // Anything by that name counts, so that a FIFO or a dangling link
                 // there is reported rather than skipped for a config further up.
                 if candidate.symlink_metadata().is_ok() {
-                    return Config::load(&candidate);
+                    return Ok(Located::File(candidate));
                 }
             }
         }
-        Config::embedded()
+        Ok(Located::Embedded)
     }
 
     pub fn embedded() -> Result<Config, ConfigError> {
@@ -431,25 +480,41 @@ impl Config {
 
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let bytes = crate::files::read_regular(path, MAX_CONFIG_BYTES)?;
-        let text = String::from_utf8(bytes).map_err(|e| ConfigError::Parse {
-            origin: path.display().to_string(),
-            message: format!(
-                "not valid UTF-8 (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
+        let mut config = Config::from_bytes(&bytes, path, &mut |mandate: &Path| {
+            crate::mandate::Mandate::load(mandate)
         })?;
-        let base = path.parent().map(Path::to_path_buf);
-        let mut config = Config::parse(&text, Origin::File(path.to_path_buf()), base.as_deref())?;
-        config.apply_lock(&crate::lock::beside(path));
+        config.apply_lock(crate::lock::read(&crate::lock::beside(path)));
         Ok(config)
     }
 
-    /// Reads the lock at `path` and gives each guardrail its entry. An unreadable
-    /// lock vouches for nothing: every guardrail is then not run, and its
-    /// `on_error` decides.
-    fn apply_lock(&mut self, path: &Path) {
+    /// Parses the bytes of the config file at `path`, reading the mandate it
+    /// names with `mandate` (from disk, or from a session's snapshot).
+    pub fn from_bytes(
+        bytes: &[u8],
+        path: &Path,
+        read_mandate: &mut dyn FnMut(
+            &Path,
+        ) -> Result<crate::mandate::Mandate, crate::mandate::MandateError>,
+    ) -> Result<Config, ConfigError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| ConfigError::Parse {
+            origin: path.display().to_string(),
+            message: format!("not valid UTF-8 (invalid byte at offset {})", e.valid_up_to()),
+        })?;
+        let base = path.parent().map(Path::to_path_buf);
+        Config::parse_with(
+            text,
+            Origin::File(path.to_path_buf()),
+            base.as_deref(),
+            read_mandate,
+        )
+    }
+
+    /// Gives each guardrail its entry of the lock as read. An unreadable lock
+    /// vouches for nothing: every guardrail is then not run, and its `on_error`
+    /// decides.
+    pub fn apply_lock(&mut self, read: Result<Option<crate::lock::Lock>, crate::lock::LockError>) {
         use crate::lock::Locked;
-        self.lock = match crate::lock::read(path) {
+        self.lock = match read {
             Ok(None) => LockStatus::None,
             Ok(Some(lock)) => {
                 for g in &mut self.guardrails {
@@ -468,6 +533,20 @@ impl Config {
 
     /// Parses and validates config text. `base` resolves relative component paths.
     pub fn parse(text: &str, origin: Origin, base: Option<&Path>) -> Result<Config, ConfigError> {
+        Config::parse_with(text, origin, base, &mut |mandate: &Path| {
+            crate::mandate::Mandate::load(mandate)
+        })
+    }
+
+    /// [`Config::parse`], reading the mandate with `mandate`.
+    pub fn parse_with(
+        text: &str,
+        origin: Origin,
+        base: Option<&Path>,
+        read_mandate: &mut dyn FnMut(
+            &Path,
+        ) -> Result<crate::mandate::Mandate, crate::mandate::MandateError>,
+    ) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             origin: origin.to_string(),
             message: e.to_string().trim_end().to_owned(),
@@ -523,7 +602,7 @@ impl Config {
             })?;
         let mandate = match &raw.settings.mandate {
             Some(written) => Some(
-                crate::mandate::Mandate::load(&relative_to_config(base, written)).map_err(|e| {
+                read_mandate(&relative_to_config(base, written)).map_err(|e| {
                     ConfigError::Parse {
                         origin: origin.to_string(),
                         message: format!("settings.mandate: {e}"),
@@ -565,6 +644,7 @@ impl Config {
             lock: LockStatus::None,
             gate: raw.settings.gate.unwrap_or_default(),
             max_refused_stops,
+            receipts_to_syslog: raw.receipts.syslog,
         })
     }
 
@@ -740,7 +820,11 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
     let data = g
         .data
         .iter()
-        .map(|written| (written.clone(), relative_to_config(base, written)))
+        .map(|written| DataGrant {
+            written: written.clone(),
+            path: relative_to_config(base, written),
+            frozen: None,
+        })
         .collect();
     let mut reads_facts = Vec::new();
     for namespace in &g.facts {
@@ -780,6 +864,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         on_error: g.on_error.unwrap_or_default(),
         gate: g.gate,
         kind: g.kind,
+        frozen: None,
     })
 }
 

@@ -224,21 +224,36 @@ pub enum StopOutcome {
     Accepted,
     /// Refused; the mark stays, and this is the `count`th refusal in a row.
     Refused { count: u32 },
+    /// Refused, and not counted: the transcript has not grown since the last
+    /// refused Stop (or cannot be read), so this is not the harness coming back
+    /// after the agent answered a refusal.
+    NotCounted { count: u32 },
     /// Refused more times in a row than the config allows: let through, the mark
     /// staying where it is.
     Released { count: u32 },
 }
 
+/// What the host knows of a Stop when it settles the cycle.
+#[derive(Debug, Clone, Copy)]
+pub struct StopSeen<'a> {
+    pub turn: Option<&'a Turn>,
+    /// The harness marks it as following a refused Stop (`stop_hook_active`).
+    pub chained: bool,
+    /// The size of the session's transcript; `None` when it cannot be read or
+    /// the Stop names another transcript than its session's.
+    pub transcript_len: Option<u64>,
+}
+
 /// Settles the cycle after a Stop was judged: an accepted Stop advances the read
 /// mark; a refused one counts, and past `max_refused_stops` in a row is released.
 /// Refusals in a row are those of one turn, or of a chain the harness marks as
-/// continuing (`stop_hook_active`), so a harness that writes each refusal back as
-/// a new user message is still capped.
+/// such. A refusal counts toward the cap only if the transcript grew since the
+/// one before it: between two real Stops the agent answers the refusal, so
+/// Stops sent again and again from within one tool call use nothing up.
 pub fn settle_stop(
     txn: &mut StateTxn,
     refused: bool,
-    turn: Option<&Turn>,
-    stop_hook_active: bool,
+    seen: StopSeen,
     max_refused_stops: u32,
 ) -> Result<StopOutcome, crate::store::StoreError> {
     let mut cycle: CycleRecord = txn.cycle()?;
@@ -248,14 +263,28 @@ pub fn settle_stop(
         }
         return Ok(StopOutcome::Accepted);
     }
-    let turn = turn.map(Turn::id);
-    let continuing = cycle.refused.count > 0 && (stop_hook_active || cycle.refused.turn == turn);
+    let turn = seen.turn.map(Turn::id);
+    let continuing =
+        cycle.refused.count > 0 && (seen.chained || cycle.refused.turn == turn);
+    if continuing {
+        let grown = match (seen.transcript_len, cycle.refused.transcript_len) {
+            (Some(now), Some(then)) => now > then,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if !grown {
+            return Ok(StopOutcome::NotCounted {
+                count: cycle.refused.count,
+            });
+        }
+    }
     cycle.refused.count = if continuing {
         cycle.refused.count.saturating_add(1)
     } else {
         1
     };
     cycle.refused.turn = turn;
+    cycle.refused.transcript_len = seen.transcript_len;
     txn.set_cycle(&cycle)?;
     let count = cycle.refused.count;
     Ok(if count > max_refused_stops {
@@ -286,16 +315,22 @@ mod tests {
         }
     }
 
-    fn outcome(dir: &Path, refused: bool, turn_count: u32, continuing: bool) -> String {
+    /// Settles a Stop of turn `turn_count` with a transcript of `len` bytes.
+    fn outcome(dir: &Path, refused: bool, turn_count: u32, continuing: bool, len: u64) -> String {
         let mut txn = SessionStore::open(dir, "s", Duration::from_secs(1))
             .and_then(SessionStore::begin)
             .expect("a transaction");
-        let out = settle_stop(&mut txn, refused, Some(&turn(turn_count)), continuing, 2)
-            .expect("settled");
+        let seen = StopSeen {
+            turn: Some(&turn(turn_count)),
+            chained: continuing,
+            transcript_len: Some(len),
+        };
+        let out = settle_stop(&mut txn, refused, seen, 2).expect("settled");
         txn.commit().expect("commit");
         match out {
             StopOutcome::Accepted => "accepted".into(),
             StopOutcome::Refused { count } => format!("refused {count}"),
+            StopOutcome::NotCounted { count } => format!("not counted {count}"),
             StopOutcome::Released { count } => format!("released {count}"),
         }
     }
@@ -304,17 +339,31 @@ mod tests {
     fn refusals_in_a_row_are_counted_per_turn_or_per_chain_and_capped() {
         let dir = tempfile::tempdir().expect("tempdir");
         let dir = dir.path();
-        assert_eq!(outcome(dir, true, 1, false), "refused 1");
-        assert_eq!(outcome(dir, true, 1, false), "refused 2");
-        assert_eq!(outcome(dir, true, 1, false), "released 3");
+        assert_eq!(outcome(dir, true, 1, false, 100), "refused 1");
+        assert_eq!(outcome(dir, true, 1, false, 200), "refused 2");
+        assert_eq!(outcome(dir, true, 1, false, 300), "released 3");
         // A new turn that the harness does not mark as continuing starts again.
-        assert_eq!(outcome(dir, true, 2, false), "refused 1");
+        assert_eq!(outcome(dir, true, 2, false, 400), "refused 1");
         // A refusal handed back as a new user message is a new turn, but the chain
         // goes on (`stop_hook_active`).
-        assert_eq!(outcome(dir, true, 3, true), "refused 2");
-        assert_eq!(outcome(dir, true, 4, true), "released 3");
+        assert_eq!(outcome(dir, true, 3, true, 500), "refused 2");
+        assert_eq!(outcome(dir, true, 4, true, 600), "released 3");
         // Accepting starts the count again.
-        assert_eq!(outcome(dir, false, 4, true), "accepted");
-        assert_eq!(outcome(dir, true, 4, true), "refused 1");
+        assert_eq!(outcome(dir, false, 4, true, 700), "accepted");
+        assert_eq!(outcome(dir, true, 4, true, 800), "refused 1");
+    }
+
+    #[test]
+    fn a_refused_stop_counts_only_once_the_transcript_grew() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = dir.path();
+        assert_eq!(outcome(dir, true, 1, false, 100), "refused 1");
+        // Sent again from within one tool call: the transcript is as it was.
+        for _ in 0..5 {
+            assert_eq!(outcome(dir, true, 1, true, 100), "not counted 1");
+        }
+        assert_eq!(outcome(dir, true, 1, true, 180), "refused 2");
+        assert_eq!(outcome(dir, true, 1, true, 150), "not counted 2");
+        assert_eq!(outcome(dir, true, 1, true, 260), "released 3");
     }
 }

@@ -43,6 +43,9 @@ pub struct Dirs {
     pub cache: Option<PathBuf>,
     /// The project, where the override trail is kept.
     pub project: Option<PathBuf>,
+    /// The transcript the session's first event named: a Stop naming another
+    /// does not count toward the refused-Stop cap.
+    pub session_transcript: Option<String>,
 }
 
 /// Judges one event. Every problem on the way is written to stderr and costs only
@@ -168,6 +171,9 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     let tool_use_id = input.fields.get("tool_use_id").and_then(|v| v.as_str());
     let mut overrides: Vec<(String, String, u64)> = Vec::new();
     let mut unavailable = String::from("no guardrail of this event imports state");
+    // The state kept from sandrail on purpose (its lock held by something that is
+    // not sandrail at work): the guardrails that need it cannot judge.
+    let mut withheld = None;
     let mut txn = None;
     if needs_state {
         match begin_state(
@@ -189,8 +195,13 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                         stateful.join(", ")
                     );
                 }
-                // Waiting out another process is not a failure; an unusable store is.
-                if !failure.is_lock_timeout() {
+                // Waiting out another sandrail process is not a failure; an
+                // unusable store is; a lock held by anything else is tampering,
+                // which the person hears of and each guardrail's `on_error` judges.
+                if failure.is_tampering() {
+                    decision.alerts.push(format!("sandrail: {failure}"));
+                    withheld = Some(failure.to_string());
+                } else if !failure.is_lock_timeout() {
                     host_failure(&mut decision, config, &failure.to_string());
                 }
                 unavailable = failure.to_string();
@@ -219,7 +230,14 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     }
     if prepared.is_empty() && leaving.is_empty() {
         if stopping {
-            stop::settle(&mut txn, &mut decision, input, turn.as_ref(), config);
+            stop::settle(
+                &mut txn,
+                &mut decision,
+                input,
+                turn.as_ref(),
+                config,
+                dirs.session_transcript.as_deref(),
+            );
         }
         advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
         commit(txn, &mut decision, config);
@@ -271,6 +289,20 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             ..GuardrailRun::default()
         };
         let context = guardrail.is_context();
+        if let Some(why) = withheld.as_deref()
+            && component.uses_state
+            && !context
+            && !cut
+        {
+            // It cannot judge without its state: a failure, under its `on_error`.
+            run.verdict = "failed".to_owned();
+            run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
+                could_not_judge(d, guardrail, Stage::Failed, why, "its state is withheld")
+            });
+            cut = run.refuses && gate == Gate::Enforce && protocol::can_refuse(input.kind);
+            decision.trace.guardrails.push(run);
+            continue;
+        }
         if ((component.uses_state || context) && state_lost) || (cut && guardrail.flags.is_empty())
         {
             decision.trace.guardrails.push(run);
@@ -444,7 +476,14 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                 leaving,
             );
         }
-        stop::settle(&mut txn, &mut decision, input, turn.as_ref(), config);
+        stop::settle(
+                &mut txn,
+                &mut decision,
+                input,
+                turn.as_ref(),
+                config,
+                dirs.session_transcript.as_deref(),
+            );
     }
     advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
     let committed = commit(txn, &mut decision, config);
@@ -834,6 +873,10 @@ enum NoState {
 impl NoState {
     fn is_lock_timeout(&self) -> bool {
         matches!(self, NoState::Store(StoreError::LockTimeout(_)))
+    }
+
+    fn is_tampering(&self) -> bool {
+        matches!(self, NoState::Store(StoreError::LockHeld(_)))
     }
 }
 

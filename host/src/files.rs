@@ -80,6 +80,45 @@ pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, FileError> {
     Ok(bytes)
 }
 
+/// Which file this is and whether it was written since: device, inode, size,
+/// modification and change times (nanoseconds). A write always moves the change
+/// time, which only root can set back, so an unchanged identity means unchanged
+/// bytes without reading them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Identity(Vec<i64>);
+
+impl Identity {
+    /// The identity of the file `path` leads to (symlinks followed).
+    pub fn of(path: &Path) -> std::io::Result<Identity> {
+        let meta = std::fs::metadata(path)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let nanos = |secs: i64, nsec: i64| secs.saturating_mul(1_000_000_000) + nsec;
+            Ok(Identity(vec![
+                meta.dev() as i64,
+                meta.ino() as i64,
+                meta.size() as i64,
+                nanos(meta.mtime(), meta.mtime_nsec()),
+                nanos(meta.ctime(), meta.ctime_nsec()),
+            ]))
+        }
+        #[cfg(not(unix))]
+        {
+            // No change time to trust: an empty identity never matches a
+            // recorded one, so every check reads the file.
+            let _ = meta;
+            Ok(Identity(Vec::new()))
+        }
+    }
+
+    /// Whether two identities name the same unchanged file; never on a system
+    /// without change times.
+    pub fn same(&self, other: &Identity) -> bool {
+        !self.0.is_empty() && self == other
+    }
+}
+
 fn kind_of(file_type: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {

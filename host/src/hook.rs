@@ -16,6 +16,7 @@ use crate::evaluate::{self, Dirs};
 use crate::event::EventKind;
 use crate::locations;
 use crate::protect;
+use crate::policy;
 use crate::protocol::{self, HookInput};
 use crate::receipts;
 use crate::store::{SessionStore, StoreError, lifecycle};
@@ -45,10 +46,18 @@ pub fn run(stdin: impl Read) -> Outcome {
         eprintln!("sandrail: {repair}; the event is judged");
     }
     let project = locations::project_dir(input.cwd.as_ref().map(Into::into));
-    let Some(config) = config_in_force(project.as_deref()) else {
-        eprintln!("sandrail: no configuration can be used; the event proceeds unjudged");
-        return Outcome::default();
-    };
+    let state = locations::state_dir();
+    // The session's policy: what it started with, whatever the files say now.
+    let in_force = policy::in_force(
+        state.as_deref(),
+        project.as_deref(),
+        &input.session_id,
+        input.transcript_path.as_deref(),
+    );
+    let config = in_force.config;
+    for alert in &in_force.alerts {
+        eprintln!("{alert}");
+    }
     if config.guardrails.is_empty() {
         eprintln!(
             "sandrail: {} configures no guardrails: nothing is judged. Add [[guardrail]] entries, or remove the file to use the embedded default.",
@@ -56,15 +65,20 @@ pub fn run(stdin: impl Read) -> Outcome {
         );
     }
     let dirs = Dirs {
-        state: locations::state_dir(),
+        state,
         cache: locations::cache_dir(),
         project: project.clone(),
+        session_transcript: in_force.transcript,
     };
     if let Some(state) = &dirs.state {
         keep_session(state, project.as_deref(), &input, &config);
     }
+    let trail = Trail {
+        policy: in_force.id,
+        alerts: in_force.alerts,
+    };
     if input.kind == EventKind::ConfigChange {
-        return config_change(&input, &config, dirs.state.as_deref());
+        return config_change(&input, &config, dirs.state.as_deref(), trail);
     }
     if input.kind == EventKind::SessionStart
         && config.protect.enabled
@@ -73,9 +87,18 @@ pub fn run(stdin: impl Read) -> Outcome {
         protect::remember_registrations(state, project.as_deref());
     }
     let mut decision = evaluate::evaluate(&input, &config, &dirs);
-    let judged = !decision.trace.guardrails.is_empty() || decision.trace.host_refused;
+    decision.alerts.splice(0..0, trail.alerts);
+    let judged = !decision.trace.guardrails.is_empty()
+        || decision.trace.host_refused
+        || !decision.alerts.is_empty();
     if judged {
-        write_receipt(&input, &config, dirs.state.as_deref(), &mut decision);
+        write_receipt(
+            &input,
+            &config,
+            dirs.state.as_deref(),
+            trail.policy,
+            &mut decision,
+        );
     }
     if !decision.refusals.is_empty() && !protocol::can_refuse(input.kind) {
         eprintln!(
@@ -91,10 +114,16 @@ pub fn run(stdin: impl Read) -> Outcome {
 
 /// A settings change (Claude Code's ConfigChange): refused when it would switch
 /// sandrail's hooks off, unless self-protection is off.
-fn config_change(input: &HookInput, config: &Config, state: Option<&Path>) -> Outcome {
-    let mut decision = protocol::Decision::default();
+fn config_change(input: &HookInput, config: &Config, state: Option<&Path>, trail: Trail) -> Outcome {
+    let mut decision = protocol::Decision {
+        alerts: trail.alerts,
+        ..protocol::Decision::default()
+    };
     if !config.protect.enabled {
-        return Outcome::default();
+        return Outcome {
+            answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
+            block: false,
+        };
     }
     if let Some(reason) = protect::config_change_refusal(input, state) {
         decision.trace.host_refused = true;
@@ -103,11 +132,18 @@ fn config_change(input: &HookInput, config: &Config, state: Option<&Path>) -> Ou
             &reason,
         ));
     }
-    write_receipt(input, config, state, &mut decision);
+    write_receipt(input, config, state, trail.policy, &mut decision);
     Outcome {
         answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
         block: false,
     }
+}
+
+/// What the receipt must carry beyond the decision: the policy in force and what
+/// the person was told about it.
+struct Trail {
+    policy: Option<String>,
+    alerts: Vec<String>,
 }
 
 /// Records the event's receipt. One that cannot be written is a failure of
@@ -116,6 +152,7 @@ fn write_receipt(
     input: &HookInput,
     config: &Config,
     state: Option<&Path>,
+    policy: Option<String>,
     decision: &mut protocol::Decision,
 ) {
     let why = match state {
@@ -143,6 +180,8 @@ fn write_receipt(
                 observed,
                 gate: config.gate,
                 released: decision.trace.released,
+                policy,
+                alerts: decision.alerts.clone(),
                 prev: String::new(),
             };
             match receipts::append(state, receipt) {
@@ -233,31 +272,13 @@ fn inherit(
     Ok(taken)
 }
 
-/// The config to judge by: the one found, else the embedded default.
-fn config_in_force(project: Option<&std::path::Path>) -> Option<Config> {
-    match Config::discover(project) {
-        Ok(config) => Some(config),
-        Err(e) => {
-            // A broken config must not switch every rule off: the bundled ones hold.
-            eprintln!(
-                "sandrail: {e}; the embedded default is in force until it is fixed (run `sandrail check-config`)"
-            );
-            match Config::embedded() {
-                Ok(config) => Some(config),
-                Err(e) => {
-                    eprintln!("sandrail: {e}");
-                    None
-                }
-            }
-        }
-    }
-}
-
 /// A payload that cannot be read: the config's `on_error` decides.
 fn unreadable(why: &str) -> Outcome {
     let cwd = std::env::current_dir().ok();
     let project = locations::project_dir(cwd);
-    let on_error = config_in_force(project.as_deref()).map_or(OnError::Allow, |c| c.on_error);
+    // No session to hold a policy for: the stricter of the files on disk and the
+    // project's accepted policy decides.
+    let on_error = unreadable_on_error(project.as_deref());
     match on_error {
         OnError::Allow => {
             eprintln!("sandrail: {why}; the event proceeds unjudged (on_error = \"allow\")");
@@ -272,5 +293,21 @@ fn unreadable(why: &str) -> Outcome {
                 block: true,
             }
         }
+    }
+}
+
+/// What a payload that cannot be read follows: `deny` if the config on disk or
+/// the project's accepted policy says so, so that neither an edit nor a deleted
+/// file makes an unreadable payload pass.
+fn unreadable_on_error(project: Option<&Path>) -> OnError {
+    let on_disk = policy::from_disk(project).on_error;
+    let accepted = locations::state_dir()
+        .zip(project)
+        .and_then(|(state, project)| policy::accepted_config(&state, project))
+        .map(|c| c.on_error);
+    if on_disk == OnError::Deny || accepted == Some(OnError::Deny) {
+        OnError::Deny
+    } else {
+        OnError::Allow
     }
 }

@@ -172,7 +172,7 @@ impl Granted {
             data: g
                 .data
                 .iter()
-                .map(|(written, path)| (written.clone(), path.display().to_string()))
+                .map(|d| (d.written.clone(), d.path.display().to_string()))
                 .collect(),
             limits: serde_json::json!({
                 "timeout_ms": g.limits.timeout.as_millis() as u64,

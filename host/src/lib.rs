@@ -9,6 +9,7 @@
 //! - [`config`]: `sandrail.toml` and the embedded default
 //! - [`facts`]: what the host derives about an event for every guardrail
 //! - [`mandate`]: the mandate file: limits, case layout
+//! - [`policy`]: the policy in force: per-session snapshots, the ratchet
 //! - [`shell`]: what a shell command line runs, for the facts
 //! - [`transcript`]: reading the transcript, for the current turn
 //! - [`files`]: reading files named from outside, safely
@@ -19,6 +20,7 @@
 //! - [`audit`]: the override trail in the project
 //! - [`clock`]: the current time (`SANDRAIL_NOW` in tests)
 //! - [`evaluate`]: running the guardrails and combining their verdicts
+//! - [`holders`]: who holds a file lock, and whether it is sandrail at work
 //! - [`hook`]: the `sandrail hook` command end to end
 
 pub mod audit;
@@ -32,11 +34,13 @@ pub mod event;
 pub mod facts;
 pub mod files;
 pub mod guest_text;
+pub mod holders;
 pub mod hook;
 pub mod inspect;
 pub mod locations;
 pub mod lock;
 pub mod mandate;
+pub mod policy;
 pub mod protect;
 pub mod protocol;
 pub mod receipts;

@@ -29,6 +29,8 @@ pub enum LockError {
         path: PathBuf,
         source: crate::files::FileError,
     },
+    #[error("{path} could not be read when this policy was captured: {why}")]
+    Unreadable { path: PathBuf, why: String },
     #[error("{path} is not a valid lock file: {message}; run `sandrail pin` to write it again")]
     Invalid { path: PathBuf, message: String },
     #[error("cannot write {path}: {source}")]
@@ -70,22 +72,32 @@ pub fn beside(config_file: &Path) -> PathBuf {
 
 /// The lock at `path`; `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<Lock>, LockError> {
-    let bytes = match crate::files::read_regular(path, MAX_LOCK_BYTES) {
-        Ok(bytes) => bytes,
-        Err(crate::files::FileError::Missing { .. }) => return Ok(None),
-        Err(source) => {
-            return Err(LockError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
+    match read_bytes(path)? {
+        Some(bytes) => parse(path, &bytes).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The bytes of the lock at `path`; `None` when there is none.
+pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, LockError> {
+    match crate::files::read_regular(path, MAX_LOCK_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(crate::files::FileError::Missing { .. }) => Ok(None),
+        Err(source) => Err(LockError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The lock whose file at `path` holds `bytes`.
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Lock, LockError> {
     let invalid = |message: String| LockError::Invalid {
         path: path.to_path_buf(),
         message,
     };
-    let text = String::from_utf8(bytes).map_err(|_| invalid("not valid UTF-8".into()))?;
-    let raw: RawLock = toml::from_str(&text).map_err(|e| invalid(e.message().to_owned()))?;
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not valid UTF-8".into()))?;
+    let raw: RawLock = toml::from_str(text).map_err(|e| invalid(e.message().to_owned()))?;
     if raw.version != VERSION {
         return Err(invalid(format!(
             "version {} is not the {VERSION} this sandrail reads",
@@ -104,10 +116,10 @@ pub fn read(path: &Path) -> Result<Option<Lock>, LockError> {
             )));
         }
     }
-    Ok(Some(Lock {
+    Ok(Lock {
         path: path.to_path_buf(),
         entries: raw.guardrails,
-    }))
+    })
 }
 
 /// Writes the lock whole, by atomic rename: a reader sees the old file or the new.

@@ -78,6 +78,9 @@ enum Command {
     },
     /// Write the sha256 of every component in force to sandrail.lock beside the config.
     Pin,
+    /// Show how the policy on disk differs from the accepted one, and accept it
+    /// (a person at a terminal only).
+    Trust,
     /// Import rules from another tool into the config in force.
     #[command(subcommand)]
     Import(Import),
@@ -173,6 +176,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::List { json } => commands::list::run(json),
         Command::CheckConfig => commands::check_config::run(),
         Command::Pin => commands::pin::run(),
+        Command::Trust => commands::trust::run(),
         Command::Inspect { component, json } => commands::inspect::run(&component, json),
         Command::Audit { json } => commands::audit::run(json),
         Command::Receipts {

@@ -64,11 +64,21 @@ pub struct Mandate {
     pub limits: Map<String, Value>,
 }
 
+/// The bytes of the mandate file at `path`, within the size a mandate may have.
+pub fn read(path: &Path) -> Result<Vec<u8>, MandateError> {
+    Ok(crate::files::read_regular(path, MAX_MANDATE_BYTES)?)
+}
+
 impl Mandate {
     /// Reads a mandate; YAML for `.yaml`/`.yml`, TOML otherwise.
     pub fn load(path: &Path) -> Result<Mandate, MandateError> {
+        Mandate::from_bytes(path, read(path)?)
+    }
+
+    /// A mandate from the bytes of the file at `path` (read from disk, or from a
+    /// session's snapshot of it).
+    pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Mandate, MandateError> {
         let shown = path.display().to_string();
-        let bytes = crate::files::read_regular(path, MAX_MANDATE_BYTES)?;
         let text = String::from_utf8(bytes).map_err(|e| MandateError::Parse {
             path: shown.clone(),
             format: "UTF-8",

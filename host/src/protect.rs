@@ -100,9 +100,9 @@ impl Protected {
                     format!("the component of guardrail '{}'", guardrail.name),
                 );
             }
-            for (_, path) in &guardrail.data {
+            for grant in &guardrail.data {
                 add(
-                    path.clone(),
+                    grant.path.clone(),
                     format!("a data file of guardrail '{}'", guardrail.name),
                 );
             }
@@ -231,8 +231,12 @@ fn resolve(path: &Path) -> Option<PathBuf> {
 
 /// ConfigChange: why the settings change must be refused, if it sets
 /// `disableAllHooks` or drops a `sandrail hook` registration the file had.
-/// The registrations are remembered per settings file in `state`, from the
-/// session's start and each change accepted.
+///
+/// What the file had is what sandrail remembered of it — read from the file
+/// itself at each session's start and at each change it accepted — plus whatever
+/// the payload's `previous_config` adds: a payload can raise that, never lower
+/// it, so a forged ConfigChange cannot make a later real one that drops sandrail
+/// look harmless. Only a person lowers it, with `sandrail trust`.
 pub fn config_change_refusal(input: &HookInput, state: Option<&Path>) -> Option<String> {
     let file = input
         .fields
@@ -253,39 +257,63 @@ pub fn config_change_refusal(input: &HookInput, state: Option<&Path>) -> Option<
             "sandrail refused this settings change: `disableAllHooks` would switch off sandrail's guardrails. Only the user may change that, outside the agent.".into(),
         );
     }
-    let previous = from_payload("previous_config")
-        .map(|v| registrations(&v))
-        .or_else(|| remembered(state?, file.as_deref()?));
+    let mut previous = state
+        .zip(file.as_deref())
+        .and_then(|(state, file)| remembered(state, file))
+        .unwrap_or_default();
+    if let Some(claimed) = from_payload("previous_config") {
+        previous.extend(registrations(&claimed));
+    }
     let now = registrations(&new);
-    if let Some(previous) = previous {
-        let dropped: Vec<&String> = previous.difference(&now).collect();
-        if !dropped.is_empty() {
-            let list: Vec<&str> = dropped.iter().map(|s| s.as_str()).collect();
-            return Some(format!(
-                "sandrail refused this settings change: it removes or narrows sandrail's hook registration ({}). Only the user may change that, outside the agent.",
-                list.join(", ")
-            ));
-        }
+    let dropped: Vec<&str> = previous.difference(&now).map(String::as_str).collect();
+    if !dropped.is_empty() {
+        return Some(format!(
+            "sandrail refused this settings change: it removes or narrows sandrail's hook registration ({}). Only the user may change that, outside the agent.",
+            dropped.join(", ")
+        ));
     }
     if let (Some(state), Some(file)) = (state, file.as_deref()) {
-        remember(state, file, &now);
+        // What the file now holds, as read from the file, added to what it had.
+        if let Some(settings) = read_settings(file) {
+            previous.extend(registrations(&settings));
+        }
+        remember(state, file, &previous);
     }
     None
 }
 
-/// At a session's start: remembers the sandrail registrations of the project's and
-/// the user's Claude Code settings, so that a later ConfigChange can be compared.
+/// At a session's start: adds the sandrail registrations the project's and the
+/// user's Claude Code settings hold now to what is remembered of them, so that a
+/// later ConfigChange can be compared. Nothing remembered is forgotten here.
 pub fn remember_registrations(state: &Path, project: Option<&Path>) {
-    let home = crate::locations::home();
-    let files = CLAUDE_SETTINGS
-        .iter()
-        .flat_map(|f| project.map(|p| p.join(f)))
-        .chain(home.map(|h| h.join(".claude/settings.json")));
-    for file in files {
+    for file in claude_settings(project) {
         if let Some(settings) = read_settings(&file) {
-            remember(state, &file, &registrations(&settings));
+            let mut known = remembered(state, &file).unwrap_or_default();
+            known.extend(registrations(&settings));
+            remember(state, &file, &known);
         }
     }
+}
+
+/// A person accepted what is on disk (`sandrail trust`): what is remembered of
+/// each settings file becomes exactly what it holds now.
+pub fn reset_registrations(state: &Path, project: Option<&Path>) {
+    for file in claude_settings(project) {
+        let now = read_settings(&file)
+            .map(|settings| registrations(&settings))
+            .unwrap_or_default();
+        remember(state, &file, &now);
+    }
+}
+
+/// The Claude Code settings files whose registrations are remembered.
+fn claude_settings(project: Option<&Path>) -> Vec<PathBuf> {
+    let home = crate::locations::home();
+    CLAUDE_SETTINGS
+        .iter()
+        .flat_map(|f| project.map(|p| p.join(f)))
+        .chain(home.map(|h| h.join(".claude/settings.json")))
+        .collect()
 }
 
 fn read_settings(path: &Path) -> Option<Value> {

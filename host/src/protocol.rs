@@ -281,11 +281,14 @@ pub struct Decision {
     pub ask: bool,
     /// Who judged and how, for the receipt.
     pub trace: crate::receipts::Trace,
+    /// What the person must hear whatever the event (the policy files changed, a
+    /// record was tampered with): a `systemMessage`, and in the receipt.
+    pub alerts: Vec<String>,
 }
 
 impl Decision {
     pub fn is_silent(&self) -> bool {
-        self.refusals.is_empty() && self.notes.is_empty()
+        self.refusals.is_empty() && self.notes.is_empty() && self.alerts.is_empty()
     }
 }
 
@@ -358,6 +361,14 @@ pub fn render(kind: EventKind, decision: &Decision) -> Option<Value> {
                 out.insert("systemMessage".into(), json!(text));
             }
         }
+    }
+    if let Some(alerts) = join_capped(&decision.alerts) {
+        // To the person, before anything the event's own answer says to them.
+        let message = match out.get("systemMessage").and_then(Value::as_str) {
+            Some(said) => join_capped(&[alerts, said.to_owned()]).unwrap_or_default(),
+            None => alerts,
+        };
+        out.insert("systemMessage".into(), json!(message));
     }
     Some(Value::Object(out))
 }

@@ -129,6 +129,13 @@ pub struct Receipt {
     /// in a row (`settings.max_refused_stops`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub released: bool,
+    /// The id of the policy in force for the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// What the person was told beyond the decision: the policy files changed, a
+    /// record was tampered with, a receipt was late.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<String>,
     /// The sha256 of the previous line (its bytes without the newline).
     pub prev: String,
 }
@@ -331,6 +338,8 @@ mod tests {
             observed: None,
             gate: Gate::Enforce,
             released: false,
+            policy: None,
+            alerts: Vec::new(),
             prev: String::new(),
         }
     }

@@ -40,7 +40,7 @@ use capture::Capture;
 
 pub use configure::{ConfigureError, Needs, Problem, STATE_COSTING, kept_facts};
 pub use context::wit::Transition;
-pub use host::HostState;
+pub use host::{HostState, MAX_DATA_BYTES};
 
 use crate::config::{Limits, Source};
 use crate::store::Keyspace;
@@ -107,6 +107,8 @@ pub enum LoadError {
     LockMismatch { expected: String, actual: String },
     #[error("{0}")]
     LockUnusable(String),
+    #[error("this session's copy of it cannot be run: {0}")]
+    Snapshot(String),
     #[error("not a valid component: {0:#}")]
     Compile(wasmtime::Error),
     #[error("does not fit the sandrail:guardrail world: {0:#}")]
@@ -370,7 +372,7 @@ impl Runtime {
         name: &str,
         event: &wit::Event,
         keyspace: Keyspace,
-        data: &[(String, PathBuf)],
+        data: &[crate::config::DataGrant],
         limits: Limits,
     ) -> RunOutcome {
         let mut sandbox = self.sandbox(name, keyspace, data, limits);
@@ -407,7 +409,7 @@ impl Runtime {
         name: &str,
         call: ContextCall<'_>,
         keyspace: Keyspace,
-        data: &[(String, PathBuf)],
+        data: &[crate::config::DataGrant],
         limits: Limits,
     ) -> RunOutcome<ContextAnswer> {
         let mut sandbox = self.sandbox(name, keyspace, data, limits);
@@ -486,7 +488,7 @@ impl Runtime {
         loaded: &Loaded,
         name: &str,
         config_json: &str,
-        data: &[(String, PathBuf)],
+        data: &[crate::config::DataGrant],
         limits: Limits,
     ) -> Result<Option<Needs>, ConfigureError> {
         let Some(indices) = &loaded.configure else {
@@ -531,7 +533,7 @@ impl Runtime {
         loaded: &Loaded,
         name: &str,
         config_json: &str,
-        data: &[(String, PathBuf)],
+        data: &[crate::config::DataGrant],
         limits: Limits,
     ) -> Option<Needs> {
         loaded.configure.as_ref()?;
@@ -569,7 +571,7 @@ impl Runtime {
         &self,
         name: &str,
         keyspace: Keyspace,
-        data: &[(String, PathBuf)],
+        data: &[crate::config::DataGrant],
         limits: Limits,
     ) -> Sandbox {
         // Each stream keeps at most what the guardrail may print in all.
@@ -686,7 +688,14 @@ pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepare
     if let Some(Locked::Unusable(why)) = &guardrail.locked {
         return Err(LoadError::LockUnusable(why.clone()));
     }
-    let prepared = prepare(&guardrail.source, guardrail.sha256.as_deref())?;
+    let prepared = match &guardrail.frozen {
+        Some(frozen) => {
+            let bytes = frozen.read(MAX_COMPONENT_BYTES).map_err(LoadError::Snapshot)?;
+            let sha256 = crate::sha256_hex(&bytes);
+            prepare_bytes(Cow::Owned(bytes), sha256, guardrail.sha256.as_deref())?
+        }
+        None => prepare(&guardrail.source, guardrail.sha256.as_deref())?,
+    };
     if prepared.context != guardrail.is_context() {
         let (built, export) = if prepared.context {
             ("context", "context")
@@ -715,6 +724,15 @@ pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepare
 /// started nothing else.
 pub fn prepare(source: &Source, pin: Option<&str>) -> Result<Prepared, LoadError> {
     let (bytes, sha256) = read_source(source)?;
+    prepare_bytes(bytes, sha256, pin)
+}
+
+/// [`prepare`] for a component already read.
+fn prepare_bytes(
+    bytes: Cow<'static, [u8]>,
+    sha256: String,
+    pin: Option<&str>,
+) -> Result<Prepared, LoadError> {
     if let Some(expected) = pin
         && expected != sha256
     {

@@ -85,6 +85,10 @@ pub enum StoreError {
         "another sandrail process held this session's state for longer than the lock timeout ({0:?})"
     )]
     LockTimeout(Duration),
+    #[error(
+        "this session's lock is held by {0}, which is not sandrail at work: the session's state is kept from sandrail on purpose"
+    )]
+    LockHeld(String),
     #[error("cannot open the state database {path}: {source}")]
     Open {
         path: PathBuf,
@@ -165,6 +169,14 @@ impl SessionFiles {
             dir,
         }
     }
+}
+
+/// A file of `session` in the state directory's sessions, beside its database:
+/// `<stem>.<extension>`, where `extension` says what it holds.
+pub fn session_file(state_dir: &Path, session: &str, extension: &str) -> PathBuf {
+    SessionFiles::new(state_dir, session)
+        .lock
+        .with_extension(extension)
 }
 
 /// Whether opening failed because the file is not a sound redb database (rather

@@ -157,7 +157,7 @@ fn unbounded_recursion_is_a_trap_reported_by_name_and_on_error_decides() {
         ("frames", "wasm trap: out of bounds memory access"),
     ] {
         for policy in POLICIES {
-            project.config(&counted(
+            project.reconfigure(&counted(
                 policy,
                 &format!("[guardrail.config]\naction = \"recurse\"\nkey = \"{key}\"\n"),
             ));
@@ -222,7 +222,7 @@ fn a_hundred_megabytes_of_output_is_cut_to_the_log_budget_promptly() {
     for (stream, size) in [("stdout", 1 << 20), ("stderr", 1 << 20), ("log", 4096)] {
         // on_error = "deny": had the flood cost the guardrail its verdict, the
         // event would be refused.
-        project.config(&counted(
+        project.reconfigure(&counted(
             "deny",
             &format!(
                 "[guardrail.limits]\ntimeout_ms = 60000\n[guardrail.config]\naction = \"blast\"\nkey = \"{stream}\"\ncount = {HUNDRED_MB}\nsize = {size}\n"
@@ -266,7 +266,7 @@ fn a_hundred_megabytes_of_output_is_cut_to_the_log_budget_promptly() {
 #[test]
 fn a_log_message_cut_to_four_kib_is_reported_as_cut() {
     let project = Project::new();
-    project.config(&counted(
+    project.reconfigure(&counted(
         "allow",
         "[guardrail.limits]\ntimeout_ms = 60000\n[guardrail.config]\naction = \"blast\"\nkey = \"log\"\ncount = 1048576\nsize = 1048576\n",
     ));
@@ -307,7 +307,7 @@ fn a_megabyte_verdict_is_malformed_and_the_answer_stays_small() {
         ),
     ] {
         for policy in POLICIES {
-            project.config(&counted(policy, &body));
+            project.reconfigure(&counted(policy, &body));
             let run = project.hook_within(&bash(&tally.session, "ls"), PROMPTLY);
             assert_policy(&run, policy, "adversary", cause);
             if policy == "deny" {
@@ -330,7 +330,7 @@ fn a_megabyte_verdict_is_malformed_and_the_answer_stays_small() {
     }
     // Just under the limit, but one line per character: the prefix every line
     // gets would make it three times longer. The answer is still capped.
-    project.config(&counted(
+    project.reconfigure(&counted(
         "deny",
         &format!(
             "[guardrail.config]\naction = \"deny\"\nvalue = \"{}\"\n",
@@ -408,7 +408,7 @@ fn a_guardrail_reads_no_file_and_reaches_no_socket() {
         .collect();
     let mut guardrails = vec![COUNTER];
     guardrails.extend(bodies.iter().map(|(n, b)| (*n, b.as_str())));
-    project.config(&probe_config(&guardrails));
+    project.reconfigure(&probe_config(&guardrails));
     let mut tally = Tally::new("sess-reach");
     for _ in 0..2 {
         let run = project.hook_within(&bash(&tally.session, "ls"), PROMPTLY);
@@ -486,7 +486,7 @@ fn a_component_importing_what_the_host_lacks_does_not_load_and_names_the_import(
     std::fs::write(project.dir().join("evil.wasm"), component_importing_exfil()).expect("write");
     let mut tally = Tally::new("sess-evil");
     for policy in POLICIES {
-        project.config(&counted_source("evil", policy, "evil.wasm"));
+        project.reconfigure(&counted_source("evil", policy, "evil.wasm"));
         let run = project.hook_within(&bash(&tally.session, "ls"), PROMPTLY);
         assert_policy(
             &run,
@@ -589,7 +589,7 @@ fn files_that_are_not_components_cost_only_their_guardrail_under_either_policy()
             "[[guardrail]]\nname = \"{name}\"\nsource = \"{name}.wasm\"\nevents = [\"PreToolUse\"]\n"
         ));
     }
-    project.config(&config);
+    project.reconfigure(&config);
     let run = project.hook_within(&bash(&tally.session, "ls"), PROMPTLY);
     for (name, _, cause) in not_components() {
         let line = run
@@ -607,19 +607,19 @@ fn files_that_are_not_components_cost_only_their_guardrail_under_either_policy()
     tally.saw(&run);
     // Each on its own under "deny": the event is refused, naming it.
     for (name, _, cause) in not_components() {
-        project.config(&counted_source(name, "deny", &format!("{name}.wasm")));
+        project.reconfigure(&counted_source(name, "deny", &format!("{name}.wasm")));
         let run = project.hook_within(&bash(&tally.session, "ls"), PROMPTLY);
         assert_policy(&run, "deny", name, cause);
         tally.saw(&run);
     }
     // And under "allow" again: the counter still sees every event it judged.
-    project.config(&counted_source("core", "allow", "core.wasm"));
+    project.reconfigure(&counted_source("core", "allow", "core.wasm"));
     let run = project.hook_within(&bash(&tally.session, "ls"), PROMPTLY);
     assert_policy(&run, "allow", "core", "attempted to parse a wasm module");
     tally.counted(&run);
     tally.assert_intact(&project);
     // check-config names each one.
-    project.config(&config);
+    project.reconfigure(&config);
     let check = project.run(&["check-config"]);
     assert_eq!(check.code(), Some(1));
     for (name, _, _) in not_components() {
@@ -635,14 +635,14 @@ fn files_that_are_not_components_cost_only_their_guardrail_under_either_policy()
 fn the_agent_is_told_the_cause_not_a_fragment_of_a_dump() {
     let project = Project::new();
     std::fs::write(project.dir().join("random.wasm"), random_bytes()).expect("write");
-    project.config(&counted_source("random", "deny", "random.wasm"));
+    project.reconfigure(&counted_source("random", "deny", "random.wasm"));
     let run = project.hook_within(&bash("sess-brief", "ls"), PROMPTLY);
     let reason = run.deny_reason().expect("refused");
     assert!(
         reason.contains("not a valid component") && reason.contains("magic header not detected"),
         "{reason}"
     );
-    project.config(&counted(
+    project.reconfigure(&counted(
         "deny",
         "[guardrail.config]\naction = \"recurse\"\nkey = \"frames\"\n",
     ));
@@ -686,7 +686,7 @@ fn hooks_killed_mid_run_leave_a_sound_database_and_a_consistent_count() {
     let project = Project::alone();
     // A lock timeout long enough that every hook not killed gets its turn, even
     // on a loaded machine: then each of them must have counted.
-    project.config(&format!(
+    project.reconfigure(&format!(
         "[settings]\nlock_timeout_ms = 20000\n{}",
         probe_config(&[COUNTER])
     ));
@@ -823,7 +823,7 @@ fn tree(dir: &Path, except: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_session_id_built_to_escape_stays_in_the_state_directory() {
     let project = Project::new();
-    project.config(&probe_config(&[COUNTER]));
+    project.reconfigure(&probe_config(&[COUNTER]));
     let session = format!("../../etc/{}", "a/..".repeat(500));
     assert!(session.len() > 2000);
     let outside_before = tree(project.root.path(), &project.state_dir());
@@ -872,7 +872,7 @@ fn force_push_in(session: &str, transcript: &str) -> Vec<u8> {
 #[test]
 fn transcripts_built_to_hang_or_to_fill_memory_cost_only_the_turn() {
     let project = Project::new();
-    project.config(&format!(
+    project.reconfigure(&format!(
         "{}[[guardrail]]\nname = \"no-destructive-git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\n",
         probe_config(&[COUNTER])
     ));

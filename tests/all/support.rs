@@ -82,6 +82,15 @@ impl Project {
         self
     }
 
+    /// Writes `sandrail.toml` as a person changing the policy does: the file, then
+    /// `sandrail trust` at a terminal, so this project's sessions (running ones
+    /// included) take it from their next event.
+    pub fn reconfigure(&self, text: &str) -> &Self {
+        self.config(text);
+        self.trust();
+        self
+    }
+
     /// A `sandrail` command run in this project.
     pub fn cmd(&self) -> Command {
         self.command(Command::new(BIN))
@@ -176,6 +185,83 @@ impl Project {
     /// Runs `sandrail ARGS…`.
     pub fn run(&self, args: &[&str]) -> Run {
         Run(self.cmd().args(args).output().expect("run sandrail"))
+    }
+
+    /// Runs `sandrail ARGS…` as a person at a terminal would: on a pseudo-terminal
+    /// (util-linux's `script` makes one), typing `typed` at its confirmation
+    /// prompt, or the code the prompt shows when `typed` is `None`. The run's
+    /// stdout holds all it printed there.
+    pub fn at_terminal(&self, args: &[&str], typed: Option<&str>) -> Run {
+        use std::io::Read;
+        let quote = |word: &str| format!("'{}'", word.replace('\'', "'\\''"));
+        let line: Vec<String> = std::iter::once(BIN).chain(args.iter().copied()).map(quote).collect();
+        let mut child = self
+            .command(Command::new("script"))
+            .args(["-q", "-e", "-c", &line.join(" "), "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn script (util-linux)");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let printed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let reader = {
+            let printed = printed.clone();
+            let mut stdout = child.stdout.take().expect("stdout");
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stdout.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    printed
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .extend_from_slice(&buf[..n]);
+                }
+            })
+        };
+        let started = std::time::Instant::now();
+        let mut answered = false;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("poll script") {
+                break status;
+            }
+            let text = String::from_utf8_lossy(
+                &printed.lock().unwrap_or_else(PoisonError::into_inner),
+            )
+            .into_owned();
+            if !answered && let Some(prompt) = text.rfind(" to confirm: ") {
+                let code = text[..prompt].rsplit(' ').next().unwrap_or_default().to_owned();
+                let answer = typed.map_or(code, str::to_owned);
+                stdin
+                    .write_all(format!("{answer}\n").as_bytes())
+                    .expect("type at the prompt");
+                answered = true;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "sandrail {args:?} at a terminal did not finish: {text}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        drop(stdin);
+        let _ = reader.join();
+        let printed = printed.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        Run(Output {
+            status,
+            stdout: printed,
+            stderr: Vec::new(),
+        })
+    }
+
+    /// `sandrail trust`, confirmed at a terminal: the person accepts the policy on
+    /// disk for this project and its running sessions.
+    #[track_caller]
+    pub fn trust(&self) -> Run {
+        let run = self.at_terminal(&["trust"], None);
+        assert!(run.ok(), "sandrail trust failed: {}", run.stdout());
+        run
     }
 
     /// `sandrail state list` for one guardrail, as (key, value) pairs.

@@ -19,6 +19,14 @@ pub fn run(name: &str, on: bool, session: Option<&str>) -> anyhow::Result<ExitCo
     }
     let word = if on { "on" } else { "off" };
     if let Some(session) = session {
+        if !on
+            && let Err(code) = super::person::confirm(
+                "guardrail off --session",
+                &format!("switches '{name}' off for a running session"),
+            )
+        {
+            return Ok(code);
+        }
         let state = locations::state_dir()
             .context("no state directory: set SANDRAIL_STATE_DIR (or HOME)")?;
         lifecycle::switch(&state, session, name, on)?;

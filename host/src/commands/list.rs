@@ -53,7 +53,7 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
                 "on_error": g.on_error.name(),
                 "escalates": g.enforcement.is_some(),
                 "flags": g.flags,
-                "data": g.data.iter().map(|(written, _)| written).collect::<Vec<_>>(),
+                "data": g.data.iter().map(|d| &d.written).collect::<Vec<_>>(),
             });
             writeln!(out, "{line}")?;
         } else {
@@ -81,11 +81,11 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
             if gate == sandrail::receipts::Gate::Observe {
                 writeln!(out, "  gate     observe (records, never refuses)")?;
             }
-            for (written, resolved) in &g.data {
-                if std::path::Path::new(written) == resolved.as_path() {
-                    writeln!(out, "  data     {written}")?;
+            for grant in &g.data {
+                if std::path::Path::new(&grant.written) == grant.path.as_path() {
+                    writeln!(out, "  data     {}", grant.written)?;
                 } else {
-                    writeln!(out, "  data     {written} ({})", resolved.display())?;
+                    writeln!(out, "  data     {} ({})", grant.written, grant.path.display())?;
                 }
             }
             for (what, flags) in [

@@ -83,12 +83,24 @@ pub fn run(cmd: StateCommand) -> anyhow::Result<ExitCode> {
             }
         }
         StateCommand::Set { key, value, scope } => {
+            if let Err(code) = super::person::confirm(
+                "state set",
+                "changes a guardrail's record of a running session",
+            ) {
+                return Ok(code);
+            }
             let budget = keyspace_budget(config.as_ref().ok(), &scope.guardrail);
             write_keyspace(&dir, lock_timeout, &scope, budget, |keyspace| {
                 keyspace.set(&key, &value)
             })?;
         }
         StateCommand::Delete { key, scope } => {
+            if let Err(code) = super::person::confirm(
+                "state delete",
+                "changes a guardrail's record of a running session",
+            ) {
+                return Ok(code);
+            }
             let budget = keyspace_budget(config.as_ref().ok(), &scope.guardrail);
             let existed = write_keyspace(&dir, lock_timeout, &scope, budget, |keyspace| {
                 keyspace.delete(&key)

@@ -132,6 +132,7 @@ pub(super) fn settle(
     input: &HookInput,
     turn: Option<&transcript::Turn>,
     config: &Config,
+    session_transcript: Option<&str>,
 ) {
     let Some(t) = txn.as_mut() else {
         if !decision.refusals.is_empty() {
@@ -145,10 +146,19 @@ pub(super) fn settle(
         .and_then(serde_json::Value::as_bool)
         .unwrap_or(false);
     let refused = !decision.refusals.is_empty();
-    let settled =
-        crate::cycle::settle_stop(t, refused, turn, stop_hook_active, config.max_refused_stops);
+    let seen = crate::cycle::StopSeen {
+        turn,
+        chained: stop_hook_active,
+        transcript_len: refused
+            .then(|| transcript_len(input, session_transcript))
+            .flatten(),
+    };
+    let settled = crate::cycle::settle_stop(t, refused, seen, config.max_refused_stops);
     match settled {
         Ok(crate::cycle::StopOutcome::Accepted | crate::cycle::StopOutcome::Refused { .. }) => {}
+        Ok(crate::cycle::StopOutcome::NotCounted { count }) => eprintln!(
+            "sandrail: this refused Stop does not count toward settings.max_refused_stops ({count} so far): the session's transcript has not grown since the last refused Stop, so the harness did not send it after the agent answered"
+        ),
         Ok(crate::cycle::StopOutcome::Released { count }) => {
             let max = config.max_refused_stops;
             eprintln!(
@@ -166,4 +176,17 @@ pub(super) fn settle(
         }
         Err(e) => eprintln!("sandrail: the cycle could not be settled after this Stop: {e}"),
     }
+}
+
+/// The size of the transcript a Stop names, if it is its session's: a Stop that
+/// names another (a forged payload pointing at a file of its own) has none.
+fn transcript_len(input: &HookInput, session_transcript: Option<&str>) -> Option<u64> {
+    let path = input.transcript_path.as_deref()?;
+    if session_transcript.is_some_and(|pinned| pinned != path) {
+        eprintln!(
+            "sandrail: this Stop names the transcript {path}, not its session's; it does not count toward settings.max_refused_stops"
+        );
+        return None;
+    }
+    std::fs::metadata(path).ok().map(|m| m.len())
 }

@@ -578,7 +578,9 @@ fn sandrail_change(args: &[String]) -> Option<String> {
         .collect();
     let changes = match words.as_slice() {
         ["state", "set" | "delete", ..] | ["guardrail", "on" | "off", ..] => 2,
-        ["import", ..] | ["pin", ..] => 1,
+        // `hook` is how the harness calls sandrail: run by the agent it is a
+        // forged event.
+        ["import" | "pin" | "trust" | "protect" | "hook", ..] => 1,
         _ => return None,
     };
     Some(format!("sandrail {}", words[..changes].join(" ")))

@@ -17,6 +17,8 @@ use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::files::Identity;
+
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -112,36 +114,6 @@ struct Record {
     identity: Identity,
 }
 
-/// Which file this is and whether it was written since: device, inode, size,
-/// modification and change times (nanoseconds).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct Identity(Vec<i64>);
-
-impl Identity {
-    fn of(path: &Path) -> std::io::Result<Identity> {
-        let meta = std::fs::metadata(path)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let nanos = |secs: i64, nsec: i64| secs.saturating_mul(1_000_000_000) + nsec;
-            Ok(Identity(vec![
-                meta.dev() as i64,
-                meta.ino() as i64,
-                meta.size() as i64,
-                nanos(meta.mtime(), meta.mtime_nsec()),
-                nanos(meta.ctime(), meta.ctime_nsec()),
-            ]))
-        }
-        #[cfg(not(unix))]
-        {
-            // No change time to trust: an empty identity never matches a
-            // record's, so every load hashes the file.
-            let _ = meta;
-            Ok(Identity(Vec::new()))
-        }
-    }
-}
-
 fn record_path(cache_file: &Path) -> PathBuf {
     cache_file.with_extension("record")
 }
@@ -177,7 +149,7 @@ fn verified(path: &Path) -> wasmtime::Result<Identity> {
         let record: Record =
             serde_json::from_str(&text).map_err(|e| Untrusted::BadRecord(e.to_string()))?;
         let identity = Identity::of(path)?;
-        if identity == record.identity && !identity.0.is_empty() {
+        if identity.same(&record.identity) {
             return Ok(identity);
         }
         let actual = crate::sha256_hex(&std::fs::read(path)?);

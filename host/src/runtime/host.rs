@@ -24,7 +24,7 @@ const MAX_TABLE_ELEMENTS: usize = 100_000;
 pub struct HostState {
     keyspace: Keyspace,
     /// The files its entry grants: (the path as written, where it is).
-    data: Vec<(String, std::path::PathBuf)>,
+    data: Vec<crate::config::DataGrant>,
     wasi: WasiCtx,
     table: ResourceTable,
     memory_limit: usize,
@@ -38,7 +38,7 @@ impl HostState {
     pub fn new(
         guardrail: &str,
         keyspace: Keyspace,
-        data: Vec<(String, std::path::PathBuf)>,
+        data: Vec<crate::config::DataGrant>,
         wasi: WasiCtx,
         memory_limit: usize,
         log_budget: usize,
@@ -246,15 +246,21 @@ impl cycle::Host for HostState {
 
 impl data::Host for HostState {
     fn read(&mut self, path: String) -> Result<String, data::DataError> {
-        let Some((_, resolved)) = self.data.iter().find(|(written, _)| *written == path) else {
+        let Some(grant) = self.data.iter().find(|g| g.written == path) else {
             return Err(data::DataError::NotGranted(path));
         };
-        let bytes = crate::files::read_regular(resolved, MAX_DATA_BYTES)
-            .map_err(|e| data::DataError::Unreadable(e.to_string()))?;
+        // What the session's policy holds, when a snapshot is in force.
+        let bytes = match &grant.frozen {
+            Some(frozen) => frozen
+                .read(MAX_DATA_BYTES)
+                .map_err(|e| data::DataError::Unreadable(format!("{}: {e}", grant.path.display())))?,
+            None => crate::files::read_regular(&grant.path, MAX_DATA_BYTES)
+                .map_err(|e| data::DataError::Unreadable(e.to_string()))?,
+        };
         String::from_utf8(bytes).map_err(|e| {
             data::DataError::Unreadable(format!(
                 "{} is not UTF-8 (invalid byte at offset {})",
-                resolved.display(),
+                grant.path.display(),
                 e.utf8_error().valid_up_to()
             ))
         })

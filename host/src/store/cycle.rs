@@ -40,6 +40,9 @@ pub struct CycleRecord {
 pub struct RefusedStops {
     pub turn: Option<String>,
     pub count: u32,
+    /// The transcript's size at the last refusal counted.
+    #[serde(default)]
+    pub transcript_len: Option<u64>,
 }
 
 /// What the host keeps about one context in a session.

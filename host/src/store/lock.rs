@@ -29,9 +29,15 @@ impl SessionLock {
             let file = match file.try_lock() {
                 Ok(()) => file,
                 Err(std::fs::TryLockError::WouldBlock) => {
+                    // Only a running sandrail process is worth waiting for.
+                    if let Some(holder) = crate::holders::of(path)
+                        && holder.never_lets_go()
+                    {
+                        return Err(StoreError::LockHeld(holder.to_string()));
+                    }
                     let left = timeout.saturating_sub(started.elapsed());
                     wait_for(file, left).map_err(|e| match e {
-                        WaitError::TimedOut => StoreError::LockTimeout(timeout),
+                        WaitError::TimedOut => timed_out(path, timeout),
                         WaitError::Io(source) => StoreError::Lock {
                             path: path.to_path_buf(),
                             source,
@@ -55,7 +61,7 @@ impl SessionLock {
                 });
             }
             if started.elapsed() >= timeout {
-                return Err(StoreError::LockTimeout(timeout));
+                return Err(timed_out(path, timeout));
             }
         }
     }
@@ -63,6 +69,19 @@ impl SessionLock {
     /// How long this process waited for the lock.
     pub fn waited(&self) -> Duration {
         self.waited
+    }
+}
+
+/// Past the timeout: a sandrail process still at work is contention; anything
+/// else holding the lock — another program, a stopped or hidden process, a
+/// holder the kernel does not name — is tampering.
+fn timed_out(path: &Path, timeout: Duration) -> StoreError {
+    match crate::holders::of(path) {
+        Some(holder) if holder.lets_go() => StoreError::LockTimeout(timeout),
+        Some(holder) => StoreError::LockHeld(holder.to_string()),
+        None => StoreError::LockHeld(format!(
+            "a process the system does not name, for longer than the lock timeout ({timeout:?})"
+        )),
     }
 }
 

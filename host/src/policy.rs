@@ -1,0 +1,631 @@
+//! The policy in force: what a session is judged by, and what only a person
+//! loosens.
+//!
+//! At a session's first event sandrail captures the policy it starts with — the
+//! config's text, its lock and mandate, and a copy of every component and data
+//! file it references ([`manifest`], [`blobs`]) — and that is the session's policy
+//! until it ends, whatever happens to the files meanwhile. An event that finds the
+//! files differing says so once per change.
+//!
+//! Across sessions a ratchet holds ([`ratchet`]): per project sandrail keeps the
+//! last policy it accepted. A new session whose policy only adds guardrails takes
+//! it; any other change is held, the accepted policy stays in force, and the
+//! person is told how to accept it (`sandrail trust`). With nothing accepted yet
+//! the first policy seen is accepted, unless it judges nothing or switches
+//! self-protection off.
+//!
+//! None of this depends on seeing how a file was written: it compares contents.
+
+pub mod blobs;
+pub mod manifest;
+pub mod ratchet;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, Located};
+use crate::files::Identity;
+
+use blobs::Blobs;
+use manifest::{Captured, Manifest};
+
+/// The extension of a session's policy record, beside its database.
+pub const SESSION_RECORD: &str = "policy";
+/// Where each project's accepted policy is kept, under the state directory.
+const PROJECTS_DIR: &str = "policy/projects";
+/// Copies no record refers to are removed once they are this old (seconds): a
+/// session being started may have kept a copy and not yet written its record.
+const GARBAGE_AGE: u64 = 3600;
+
+/// A file as a policy snapshot holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frozen {
+    /// The copy kept under its sha256.
+    Copy { blob: PathBuf, sha256: String },
+    /// It could not be read when the policy was captured.
+    Unreadable(String),
+}
+
+impl Frozen {
+    /// The bytes as the policy holds them, at most `max`.
+    pub fn read(&self, max: u64) -> Result<Vec<u8>, String> {
+        match self {
+            Frozen::Copy { blob, sha256 } => {
+                blobs::read_verified(blob, sha256, max).map_err(|e| e.to_string())
+            }
+            Frozen::Unreadable(why) => Err(format!(
+                "it could not be read when this session's policy was captured: {why}"
+            )),
+        }
+    }
+}
+
+/// What a session's events are judged by.
+#[derive(Debug)]
+pub struct InForce {
+    pub config: Config,
+    /// The policy's id, when it is one this state directory keeps.
+    pub id: Option<String>,
+    /// What the person must hear: said on stderr, as a `systemMessage` and in
+    /// the receipt.
+    pub alerts: Vec<String>,
+    /// The transcript path of the session's first event: a Stop naming another
+    /// is not the harness's.
+    pub transcript: Option<String>,
+}
+
+/// A session's policy, kept beside its database.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The project it belongs to (whose ratchet it started from).
+    #[serde(default)]
+    pub project: Option<PathBuf>,
+    /// The policy in force.
+    pub policy: Manifest,
+    /// What the policy on disk changed that the session did not take, at its start.
+    #[serde(default)]
+    pub held: Vec<String>,
+    /// The files on disk as last seen.
+    #[serde(default)]
+    pub seen: Seen,
+    /// The transcript path of its first event.
+    #[serde(default)]
+    pub transcript: Option<String>,
+}
+
+/// The policy files on disk as a session last saw them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Seen {
+    /// The config file found (none: the embedded default).
+    pub config: Option<PathBuf>,
+    /// Each file's identity (none: it did not exist).
+    pub files: BTreeMap<PathBuf, Option<Identity>>,
+    /// The id of the policy on disk, when it differs from the one in force.
+    pub differs: Option<String>,
+    /// What differs, in words.
+    #[serde(default)]
+    pub changes: Vec<String>,
+}
+
+/// A project's accepted policy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProjectRecord {
+    pub project: PathBuf,
+    pub policy: Manifest,
+    /// When, RFC 3339.
+    pub accepted_at: String,
+    /// How: `first-seen`, `addition`, `unchanged` or `person`.
+    pub how: String,
+}
+
+/// The policy a session's event is judged by: the session's snapshot, or — at its
+/// first event — what the project's ratchet allows of the files on disk.
+pub fn in_force(
+    state: Option<&Path>,
+    project: Option<&Path>,
+    session: &str,
+    transcript: Option<&str>,
+) -> InForce {
+    let Some(state) = state else {
+        eprintln!(
+            "sandrail: no usable state directory, so this session's policy cannot be kept: the files on disk are judged as they are"
+        );
+        return InForce {
+            config: from_disk(project),
+            id: None,
+            alerts: Vec::new(),
+            transcript: None,
+        };
+    };
+    let blobs = Blobs::new(state);
+    let path = crate::store::session_file(state, session, SESSION_RECORD);
+    if let Some(record) = read_json::<SessionRecord>(&path) {
+        return continuing(&blobs, &path, record, project);
+    }
+    let (record, alerts) = start(state, &blobs, project, transcript);
+    match create(&path, &record) {
+        Ok(true) => {}
+        // Another hook of the same session started it first: its record stands.
+        Ok(false) => {
+            if let Some(theirs) = read_json::<SessionRecord>(&path) {
+                return continuing(&blobs, &path, theirs, project);
+            }
+        }
+        Err(e) => eprintln!(
+            "sandrail: cannot keep this session's policy in {}: {e}",
+            path.display()
+        ),
+    }
+    started(&blobs, record, alerts)
+}
+
+/// The session's first event: its policy as started, with what the person must
+/// hear about it.
+fn started(blobs: &Blobs, record: SessionRecord, alerts: Vec<String>) -> InForce {
+    let mut alerts = alerts;
+    let config = load_or_default(blobs, &record.policy, &mut alerts);
+    InForce {
+        config,
+        id: Some(record.policy.id()),
+        alerts,
+        transcript: record.transcript,
+    }
+}
+
+/// A later event: the session's policy, and a word when the files on disk
+/// differ from it in a way not yet reported.
+fn continuing(
+    blobs: &Blobs,
+    path: &Path,
+    mut record: SessionRecord,
+    project: Option<&Path>,
+) -> InForce {
+    let mut alerts = Vec::new();
+    let config = load_or_default(blobs, &record.policy, &mut alerts);
+    match look_at_disk(&mut record, project, blobs) {
+        Looked::Unchanged => {}
+        Looked::Changed(report) => {
+            alerts.extend(report);
+            write_json(path, &record);
+        }
+    }
+    InForce {
+        config,
+        id: Some(record.policy.id()),
+        alerts,
+        transcript: record.transcript,
+    }
+}
+
+/// The session's policy as a config; one whose copies cannot be read leaves the
+/// embedded default in force, and says so.
+fn load_or_default(blobs: &Blobs, manifest: &Manifest, alerts: &mut Vec<String>) -> Config {
+    match manifest::load(manifest, blobs) {
+        Ok(config) => config,
+        Err(e) => {
+            alerts.push(format!(
+                "sandrail: this session's policy ({}) cannot be read back from its snapshot: {e}. The embedded default is in force; run `sandrail trust` in a terminal to take the policy on disk.",
+                manifest.origin()
+            ));
+            embedded()
+        }
+    }
+}
+
+/// Captures the policy on disk for a new session and lets the project's ratchet
+/// decide what is in force.
+fn start(
+    state: &Path,
+    blobs: &Blobs,
+    project: Option<&Path>,
+    transcript: Option<&str>,
+) -> (SessionRecord, Vec<String>) {
+    let located = Config::locate(project).map_err(|e| e.to_string());
+    let captured = capture_located(&located, Some(blobs));
+    let accepted = project.and_then(|p| accepted(state, p));
+    let mut alerts = Vec::new();
+    let mut held = Vec::new();
+    let policy = match decide(accepted.as_ref(), &captured, blobs) {
+        Decision::Take(how) => {
+            if let Some(project) = project
+                && accepted.as_ref().is_none_or(|a| a.policy != captured.manifest)
+            {
+                accept(state, project, &captured.manifest, how);
+            }
+            captured.manifest.clone()
+        }
+        Decision::Hold { keep, changes } => {
+            alerts.push(format!(
+                "sandrail: the policy on disk ({}) is not the one accepted for this project, and this session does not take it: {}. The accepted policy ({}, {}) is in force. If you made this change, run `sandrail trust` in a terminal to accept it.",
+                captured.manifest.origin(),
+                changes.join("; "),
+                keep.id(),
+                keep.origin(),
+            ));
+            held = changes;
+            keep
+        }
+        Decision::Default(why) => {
+            alerts.push(format!(
+                "sandrail: {} {why}, so this project takes it only from a person: the embedded default is in force. To use it anyway, run `sandrail trust` in a terminal.",
+                captured.manifest.origin()
+            ));
+            held = vec![why];
+            embedded_manifest()
+        }
+    };
+    let differs = (policy != captured.manifest).then(|| captured.manifest.id());
+    let mut record = record(project, policy, held.clone(), transcript);
+    record.seen = Seen {
+        config: located_path(&located),
+        files: captured.seen,
+        differs,
+        changes: held,
+    };
+    (record, alerts)
+}
+
+fn record(
+    project: Option<&Path>,
+    policy: Manifest,
+    held: Vec<String>,
+    transcript: Option<&str>,
+) -> SessionRecord {
+    SessionRecord {
+        project: project.map(Path::to_path_buf),
+        policy,
+        held,
+        seen: Seen::default(),
+        transcript: transcript.map(str::to_owned),
+    }
+}
+
+/// What a new session does with the policy on disk.
+enum Decision {
+    /// Takes it (and the project accepts it), saying how.
+    Take(&'static str),
+    /// Keeps the accepted policy; what the one on disk changes.
+    Hold {
+        keep: Manifest,
+        changes: Vec<String>,
+    },
+    /// Nothing accepted yet and this one may not be the first: the embedded
+    /// default, and why.
+    Default(String),
+}
+
+fn decide(accepted: Option<&ProjectRecord>, captured: &Captured, blobs: &Blobs) -> Decision {
+    let config = match &captured.config {
+        Ok(config) => config,
+        Err(why) => {
+            return match accepted {
+                Some(accepted) => Decision::Hold {
+                    keep: accepted.policy.clone(),
+                    changes: vec![format!("it cannot be used: {why}")],
+                },
+                None => Decision::Default(format!("cannot be used ({why})")),
+            };
+        }
+    };
+    let Some(accepted) = accepted else {
+        return match ratchet::unfit_to_start(config) {
+            Some(why) => Decision::Default(why),
+            None => Decision::Take("first-seen"),
+        };
+    };
+    if accepted.policy == captured.manifest {
+        return Decision::Take("unchanged");
+    }
+    let changes = match compare_with(&accepted.policy, captured, blobs) {
+        Ok(c) if c.loosens_nothing() && c.added.is_empty() => return Decision::Take("unchanged"),
+        Ok(c) if c.loosens_nothing() => return Decision::Take("addition"),
+        Ok(c) => c.changes,
+        Err(why) => vec![format!(
+            "the accepted policy cannot be compared with it ({why})"
+        )],
+    };
+    Decision::Hold {
+        keep: accepted.policy.clone(),
+        changes,
+    }
+}
+
+/// How the policy on disk stands against `accepted`.
+pub fn compare_with(
+    accepted: &Manifest,
+    captured: &Captured,
+    blobs: &Blobs,
+) -> Result<ratchet::Comparison, String> {
+    let config = captured.config.as_ref().map_err(Clone::clone)?;
+    let old_config = manifest::load(accepted, blobs).map_err(|e| e.to_string())?;
+    let old_text = manifest::text(accepted, blobs).map_err(|e| e.to_string())?;
+    let new_text = captured.text.as_deref().unwrap_or("");
+    Ok(ratchet::compare(
+        &ratchet::Side {
+            manifest: accepted,
+            text: &old_text,
+            config: &old_config,
+        },
+        &ratchet::Side {
+            manifest: &captured.manifest,
+            text: new_text,
+            config,
+        },
+    ))
+}
+
+/// What a look at the policy files on disk found.
+enum Looked {
+    /// Nothing was written since the last look.
+    Unchanged,
+    /// Something was: the record's view is brought up to date, with the report
+    /// for the person when the files now differ from the session's policy in a
+    /// way not yet reported.
+    Changed(Option<String>),
+}
+
+/// Looks at the policy files on disk. Only when one of them was written since
+/// the last look (its identity moved, or the config is found elsewhere) are they
+/// read and compared with the session's policy.
+fn look_at_disk(record: &mut SessionRecord, project: Option<&Path>, blobs: &Blobs) -> Looked {
+    let located = Config::locate(project).map_err(|e| e.to_string());
+    let unchanged = located.is_ok()
+        && located_path(&located) == record.seen.config
+        && record
+            .seen
+            .files
+            .iter()
+            .all(|(file, identity)| same_identity(file, identity.as_ref()));
+    if unchanged {
+        return Looked::Unchanged;
+    }
+    let captured = capture_located(&located, None);
+    record.seen.config = located_path(&located);
+    record.seen.files = captured.seen.clone();
+    if captured.manifest == record.policy {
+        record.seen.differs = None;
+        record.seen.changes.clear();
+        return Looked::Changed(None);
+    }
+    let disk = captured.manifest.id();
+    if record.seen.differs.as_deref() == Some(disk.as_str()) {
+        return Looked::Changed(None);
+    }
+    record.seen.differs = Some(disk);
+    let (changes, taken) = match compare_with(&record.policy, &captured, blobs) {
+        Ok(c) if c.changes.is_empty() && c.added.is_empty() => {
+            // Comments or layout only: nothing to say.
+            record.seen.changes.clear();
+            return Looked::Changed(None);
+        }
+        Ok(c) => {
+            let taken = c.loosens_nothing();
+            let mut said = c.changes;
+            if !c.added.is_empty() {
+                said.push(format!("adds {}", quoted(&c.added)));
+            }
+            (said, taken)
+        }
+        Err(why) => (vec![why], false),
+    };
+    record.seen.changes = changes.clone();
+    let next = if taken {
+        "New sessions take it: it only adds guardrails."
+    } else {
+        "New sessions keep the accepted policy until a person runs `sandrail trust` in a terminal."
+    };
+    Looked::Changed(Some(format!(
+        "sandrail: the policy on disk ({}) changed since this session started ({}); this session keeps the policy it started with ({}). {next}",
+        captured.manifest.origin(),
+        changes.join("; "),
+        record.policy.id(),
+    )))
+}
+
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn same_identity(file: &Path, identity: Option<&Identity>) -> bool {
+    match (Identity::of(file).ok(), identity) {
+        (None, None) => true,
+        (Some(now), Some(then)) => now.same(then),
+        _ => false,
+    }
+}
+
+fn capture_located(located: &Result<Located, String>, blobs: Option<&Blobs>) -> Captured {
+    match located {
+        Ok(located) => manifest::capture(located, blobs),
+        Err(why) => Captured {
+            manifest: Manifest {
+                config: manifest::ConfigRef::File(manifest::FileRef {
+                    path: PathBuf::from(std::env::var_os("SANDRAIL_CONFIG").unwrap_or_default()),
+                    content: manifest::Content::Unreadable(why.clone()),
+                }),
+                lock: None,
+                mandate: None,
+                components: Vec::new(),
+                data: Vec::new(),
+            },
+            seen: BTreeMap::new(),
+            text: None,
+            config: Err(why.clone()),
+        },
+    }
+}
+
+fn located_path(located: &Result<Located, String>) -> Option<PathBuf> {
+    match located {
+        Ok(Located::File(path)) => Some(path.clone()),
+        _ => None,
+    }
+}
+
+/// The project's accepted policy: its own, else the nearest enclosing
+/// directory's (a subdirectory starts from its parent's ratchet).
+pub fn accepted(state: &Path, project: &Path) -> Option<ProjectRecord> {
+    project
+        .ancestors()
+        .find_map(|dir| read_json::<ProjectRecord>(&project_record(state, dir)))
+}
+
+/// The config of the project's accepted policy, if it has one that can be read.
+pub fn accepted_config(state: &Path, project: &Path) -> Option<Config> {
+    let record = accepted(state, project)?;
+    manifest::load(&record.policy, &Blobs::new(state)).ok()
+}
+
+/// Accepts `policy` for `project`: new sessions there start from it.
+pub fn accept(state: &Path, project: &Path, policy: &Manifest, how: &str) {
+    let record = ProjectRecord {
+        project: project.to_path_buf(),
+        policy: policy.clone(),
+        accepted_at: crate::clock::rfc3339(crate::clock::now()),
+        how: how.to_owned(),
+    };
+    write_json(&project_record(state, project), &record);
+}
+
+/// The record of a project's accepted policy.
+fn project_record(state: &Path, project: &Path) -> PathBuf {
+    let key = &crate::sha256_hex(project.to_string_lossy().as_bytes())[..32];
+    state.join(PROJECTS_DIR).join(format!("{key}.json"))
+}
+
+/// The policy on disk for `project`, captured (keeping copies when `blobs` is
+/// given).
+pub fn on_disk(project: Option<&Path>, blobs: Option<&Blobs>) -> Captured {
+    capture_located(
+        &Config::locate(project).map_err(|e| e.to_string()),
+        blobs,
+    )
+}
+
+/// A session's policy record, if it has one.
+pub fn session_record(state: &Path, session: &str) -> Option<SessionRecord> {
+    read_json(&crate::store::session_file(state, session, SESSION_RECORD))
+}
+
+/// Puts `policy` in force for every session of `project` that has a record:
+/// what a person accepted applies from their next event. Returns how many.
+pub fn retake(state: &Path, project: &Path, policy: &Manifest) -> usize {
+    let dir = state.join(crate::store::SESSIONS_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return 0;
+    };
+    let mut count = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != SESSION_RECORD) {
+            continue;
+        }
+        let Some(mut record) = read_json::<SessionRecord>(&path) else {
+            continue;
+        };
+        if record.project.as_deref() != Some(project) {
+            continue;
+        }
+        record.policy = policy.clone();
+        record.held.clear();
+        record.seen = Seen::default();
+        write_json(&path, &record);
+        count += 1;
+    }
+    count
+}
+
+/// Removes the copies no session or project refers to any more.
+pub fn collect_garbage(state: &Path, now: u64) {
+    let blobs = Blobs::new(state);
+    let mut kept = std::collections::BTreeSet::new();
+    let records = [state.join(crate::store::SESSIONS_DIR), state.join(PROJECTS_DIR)];
+    for dir in records {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().filter_map(Result::ok) {
+            let path = entry.path();
+            let manifest = match path.extension().and_then(|e| e.to_str()) {
+                Some(SESSION_RECORD) => read_json::<SessionRecord>(&path).map(|r| r.policy),
+                Some("json") => read_json::<ProjectRecord>(&path).map(|r| r.policy),
+                _ => None,
+            };
+            if let Some(manifest) = manifest {
+                kept.extend(manifest.shas().map(str::to_owned));
+            }
+        }
+    }
+    for sha in blobs.all() {
+        let old = std::fs::metadata(blobs.path(&sha))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+            .is_some_and(|m| now.saturating_sub(m.as_secs()) > GARBAGE_AGE);
+        if old && !kept.contains(&sha) {
+            blobs.remove(&sha);
+        }
+    }
+}
+
+/// The config on disk, or the embedded default when it cannot be used (as
+/// without a state directory nothing can be held).
+pub fn from_disk(project: Option<&Path>) -> Config {
+    match Config::discover(project) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!(
+                "sandrail: {e}; the embedded default is in force until it is fixed (run `sandrail check-config`)"
+            );
+            embedded()
+        }
+    }
+}
+
+fn embedded() -> Config {
+    Config::embedded().unwrap_or_else(|e| {
+        // The embedded default is part of the binary and parsed by its tests.
+        eprintln!("sandrail: {e}");
+        std::process::exit(2)
+    })
+}
+
+fn embedded_manifest() -> Manifest {
+    manifest::capture(&Located::Embedded, None).manifest
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    let bytes = crate::files::read_regular(path, 16 << 20).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Writes a record whole, by atomic rename.
+fn write_json<T: Serialize>(path: &Path, value: &T) {
+    let written = (|| -> std::io::Result<()> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        crate::locations::create_private_dir(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        serde_json::to_writer(&mut tmp, value)?;
+        tmp.persist(path).map(drop).map_err(|e| e.error)
+    })();
+    if let Err(e) = written {
+        eprintln!("sandrail: cannot write {}: {e}", path.display());
+    }
+}
+
+/// Writes a record only if there is none: false when another process wrote it
+/// first.
+fn create<T: Serialize>(path: &Path, value: &T) -> std::io::Result<bool> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    crate::locations::create_private_dir(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    serde_json::to_writer(&mut tmp, value)?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e.error),
+    }
+}
