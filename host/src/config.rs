@@ -494,11 +494,17 @@ impl Config {
         path: &Path,
         read_mandate: &mut dyn FnMut(
             &Path,
-        ) -> Result<crate::mandate::Mandate, crate::mandate::MandateError>,
+        ) -> Result<
+            crate::mandate::Mandate,
+            crate::mandate::MandateError,
+        >,
     ) -> Result<Config, ConfigError> {
         let text = std::str::from_utf8(bytes).map_err(|e| ConfigError::Parse {
             origin: path.display().to_string(),
-            message: format!("not valid UTF-8 (invalid byte at offset {})", e.valid_up_to()),
+            message: format!(
+                "not valid UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
         })?;
         let base = path.parent().map(Path::to_path_buf);
         Config::parse_with(
@@ -545,7 +551,10 @@ impl Config {
         base: Option<&Path>,
         read_mandate: &mut dyn FnMut(
             &Path,
-        ) -> Result<crate::mandate::Mandate, crate::mandate::MandateError>,
+        ) -> Result<
+            crate::mandate::Mandate,
+            crate::mandate::MandateError,
+        >,
     ) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             origin: origin.to_string(),
@@ -601,14 +610,12 @@ impl Config {
                 message,
             })?;
         let mandate = match &raw.settings.mandate {
-            Some(written) => Some(
-                read_mandate(&relative_to_config(base, written)).map_err(|e| {
-                    ConfigError::Parse {
-                        origin: origin.to_string(),
-                        message: format!("settings.mandate: {e}"),
-                    }
-                })?,
-            ),
+            Some(written) => Some(read_mandate(&relative_to_config(base, written)).map_err(
+                |e| ConfigError::Parse {
+                    origin: origin.to_string(),
+                    message: format!("settings.mandate: {e}"),
+                },
+            )?),
             None => None,
         };
         let max_refused_stops = raw

@@ -264,8 +264,7 @@ pub fn settle_stop(
         return Ok(StopOutcome::Accepted);
     }
     let turn = seen.turn.map(Turn::id);
-    let continuing =
-        cycle.refused.count > 0 && (seen.chained || cycle.refused.turn == turn);
+    let continuing = cycle.refused.count > 0 && (seen.chained || cycle.refused.turn == turn);
     if continuing {
         let grown = match (seen.transcript_len, cycle.refused.transcript_len) {
             (Some(now), Some(then)) => now > then,

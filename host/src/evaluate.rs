@@ -43,9 +43,6 @@ pub struct Dirs {
     pub cache: Option<PathBuf>,
     /// The project, where the override trail is kept.
     pub project: Option<PathBuf>,
-    /// The transcript the session's first event named: a Stop naming another
-    /// does not count toward the refused-Stop cap.
-    pub session_transcript: Option<String>,
 }
 
 /// Judges one event. Every problem on the way is written to stderr and costs only
@@ -230,14 +227,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     }
     if prepared.is_empty() && leaving.is_empty() {
         if stopping {
-            stop::settle(
-                &mut txn,
-                &mut decision,
-                input,
-                turn.as_ref(),
-                config,
-                dirs.session_transcript.as_deref(),
-            );
+            stop::settle(&mut txn, &mut decision, input, turn.as_ref(), config);
         }
         advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
         commit(txn, &mut decision, config);
@@ -476,14 +466,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                 leaving,
             );
         }
-        stop::settle(
-                &mut txn,
-                &mut decision,
-                input,
-                turn.as_ref(),
-                config,
-                dirs.session_transcript.as_deref(),
-            );
+        stop::settle(&mut txn, &mut decision, input, turn.as_ref(), config);
     }
     advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
     let committed = commit(txn, &mut decision, config);

@@ -93,15 +93,18 @@ mod linux {
     /// hold nothing.
     pub(super) fn holder_pid(locks: &str, dev: u64, ino: u64) -> Option<u32> {
         let (major, minor) = (device_major(dev), device_minor(dev));
-        locks.lines().filter(|l| !l.contains("->")).find_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let pid: u32 = fields.get(4)?.parse().ok()?;
-            let mut place = fields.get(5)?.split(':');
-            let maj = u64::from_str_radix(place.next()?, 16).ok()?;
-            let min = u64::from_str_radix(place.next()?, 16).ok()?;
-            let inode: u64 = place.next()?.parse().ok()?;
-            (maj == major && min == minor && inode == ino && pid != 0).then_some(pid)
-        })
+        locks
+            .lines()
+            .filter(|l| !l.contains("->"))
+            .find_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let pid: u32 = fields.get(4)?.parse().ok()?;
+                let mut place = fields.get(5)?.split(':');
+                let maj = u64::from_str_radix(place.next()?, 16).ok()?;
+                let min = u64::from_str_radix(place.next()?, 16).ok()?;
+                let inode: u64 = place.next()?.parse().ok()?;
+                (maj == major && min == minor && inode == ino && pid != 0).then_some(pid)
+            })
     }
 
     fn device_major(dev: u64) -> u64 {
@@ -120,11 +123,7 @@ mod linux {
                 crate::guest_text::one_line(text.trim(), COMMAND_CHARS)
             })
             .unwrap_or_else(|_| "exited".to_owned());
-        let identity = |exe: &str| {
-            std::fs::metadata(exe)
-                .ok()
-                .map(|m| (m.dev(), m.ino()))
-        };
+        let identity = |exe: &str| std::fs::metadata(exe).ok().map(|m| (m.dev(), m.ino()));
         let state = std::fs::read_to_string(format!("{proc}/stat"))
             .ok()
             .and_then(|stat| {

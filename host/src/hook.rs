@@ -15,8 +15,8 @@ use crate::config::{Config, OnError};
 use crate::evaluate::{self, Dirs};
 use crate::event::EventKind;
 use crate::locations;
-use crate::protect;
 use crate::policy;
+use crate::protect;
 use crate::protocol::{self, HookInput};
 use crate::receipts;
 use crate::store::{SessionStore, StoreError, lifecycle};
@@ -42,11 +42,14 @@ pub fn run(stdin: impl Read) -> Outcome {
         }
         Err(e) => return unreadable(&e.to_string()),
     };
+    let mut input = input;
     for repair in &input.repairs {
         eprintln!("sandrail: {repair}; the event is judged");
     }
     let project = locations::project_dir(input.cwd.as_ref().map(Into::into));
-    let state = locations::state_dir();
+    let mut repairs = Vec::new();
+    let state = locations::state_dir_repaired(&mut repairs);
+    let cache = locations::cache_dir_repaired(&mut repairs);
     // The session's policy: what it started with, whatever the files say now.
     let in_force = policy::in_force(
         state.as_deref(),
@@ -55,6 +58,18 @@ pub fn run(stdin: impl Read) -> Outcome {
         input.transcript_path.as_deref(),
     );
     let config = in_force.config;
+    // The session's transcript is the one its first event named: a payload naming
+    // another (a forged event pointing at a file of its own) is read against the
+    // session's own, so no fabricated history decides a turn or a Stop.
+    if let Some(pinned) = &in_force.transcript
+        && input.transcript_path.as_ref() != Some(pinned)
+    {
+        eprintln!(
+            "sandrail: this event names the transcript {}, not its session's; the session's own ({pinned}) is read",
+            input.transcript_path.as_deref().unwrap_or("(none)")
+        );
+        input.transcript_path = Some(pinned.clone());
+    }
     for alert in &in_force.alerts {
         eprintln!("{alert}");
     }
@@ -66,16 +81,15 @@ pub fn run(stdin: impl Read) -> Outcome {
     }
     let dirs = Dirs {
         state,
-        cache: locations::cache_dir(),
+        cache,
         project: project.clone(),
-        session_transcript: in_force.transcript,
     };
     if let Some(state) = &dirs.state {
         keep_session(state, project.as_deref(), &input, &config);
     }
     let trail = Trail {
         policy: in_force.id,
-        alerts: in_force.alerts,
+        alerts: repairs.into_iter().chain(in_force.alerts).collect(),
     };
     if input.kind == EventKind::ConfigChange {
         return config_change(&input, &config, dirs.state.as_deref(), trail);
@@ -114,7 +128,12 @@ pub fn run(stdin: impl Read) -> Outcome {
 
 /// A settings change (Claude Code's ConfigChange): refused when it would switch
 /// sandrail's hooks off, unless self-protection is off.
-fn config_change(input: &HookInput, config: &Config, state: Option<&Path>, trail: Trail) -> Outcome {
+fn config_change(
+    input: &HookInput,
+    config: &Config,
+    state: Option<&Path>,
+    trail: Trail,
+) -> Outcome {
     let mut decision = protocol::Decision {
         alerts: trail.alerts,
         ..protocol::Decision::default()

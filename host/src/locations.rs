@@ -8,48 +8,79 @@ use std::path::{Path, PathBuf};
 /// `~/.local/state/sandrail`.
 /// `None` as well when it exists but is not the user's alone ([`trusted`]).
 pub fn state_dir() -> Option<PathBuf> {
+    state_dir_repaired(&mut Vec::new())
+}
+
+/// [`state_dir`], adding to `repairs` what had to be put right (a loosened mode).
+pub fn state_dir_repaired(repairs: &mut Vec<String>) -> Option<PathBuf> {
     from_env("SANDRAIL_STATE_DIR")
         .or_else(|| from_env("XDG_STATE_HOME").map(|d| d.join("sandrail")))
         .or_else(|| home().map(|h| h.join(".local/state/sandrail")))
-        .and_then(|dir| trusted(dir, "state directory"))
+        .and_then(|dir| trusted(dir, "state directory", repairs))
 }
 
 /// The compiled-component cache: `SANDRAIL_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/sandrail`, else `~/.cache/sandrail`.
 /// `None` as well when it exists but is not the user's alone ([`trusted`]).
 pub fn cache_dir() -> Option<PathBuf> {
-    from_env("SANDRAIL_CACHE_DIR")
-        .or_else(|| from_env("XDG_CACHE_HOME").map(|d| d.join("sandrail")))
-        .or_else(|| home().map(|h| h.join(".cache/sandrail")))
-        .and_then(|dir| trusted(dir, "compiled-code cache"))
+    cache_dir_repaired(&mut Vec::new())
 }
 
-/// `dir`, unless it exists and another user owns it or others may write to it:
-/// what another user can put there (a session's state, native code for the
-/// engine to run) must not be taken for sandrail's own. A directory that does
-/// not exist yet is created private. Says why on stderr when it refuses one.
-fn trusted(dir: PathBuf, what: &str) -> Option<PathBuf> {
+/// [`cache_dir`], adding to `repairs` what had to be put right. A cache that was
+/// open to other users loses its compiled code, which anyone could have put
+/// there: it is compiled again.
+pub fn cache_dir_repaired(repairs: &mut Vec<String>) -> Option<PathBuf> {
+    let dir = from_env("SANDRAIL_CACHE_DIR")
+        .or_else(|| from_env("XDG_CACHE_HOME").map(|d| d.join("sandrail")))
+        .or_else(|| home().map(|h| h.join(".cache/sandrail")))?;
+    let before = repairs.len();
+    let dir = trusted(dir, "compiled-code cache", repairs)?;
+    if repairs.len() > before {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    Some(dir)
+}
+
+/// `dir`, unless it exists and another user owns it: what another user can put
+/// there (a session's state, native code for the engine to run) must not be
+/// taken for sandrail's own. A directory of this user's whose mode was loosened
+/// (`chmod 777`) is made private again, said on stderr and added to `repairs`:
+/// loosening it must not make sandrail stop using it. A directory that does not
+/// exist yet is created private. Says why on stderr when it refuses one.
+fn trusted(dir: PathBuf, what: &str, repairs: &mut Vec<String>) -> Option<PathBuf> {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let Ok(meta) = std::fs::metadata(&dir) else {
             return Some(dir);
         };
         // The process's own uid, without unsafe code: /proc/self is owned by it.
         let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
-        let foreign_owner = me.is_some_and(|me| meta.uid() != me);
-        let others_write = meta.mode() & 0o022 != 0;
-        if foreign_owner || others_write {
-            let why = if foreign_owner {
-                format!("is owned by uid {}, not by this user", meta.uid())
-            } else {
-                "can be written by other users".to_owned()
-            };
+        if me.is_some_and(|me| meta.uid() != me) {
             eprintln!(
-                "sandrail: the {what} {} {why}, so it is not used; make it yours alone (chmod 700) or point sandrail elsewhere",
-                dir.display()
+                "sandrail: the {what} {} is owned by uid {}, not by this user, so it is not used; point sandrail elsewhere",
+                dir.display(),
+                meta.uid()
             );
             return None;
+        }
+        let mode = meta.mode() & 0o777;
+        if mode & 0o077 != 0 {
+            if let Err(e) = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)) {
+                eprintln!(
+                    "sandrail: the {what} {} can be reached by other users (mode {mode:o}) and cannot be made private ({e}), so it is not used",
+                    dir.display()
+                );
+                return None;
+            }
+            let repaired = format!(
+                "sandrail: the {what} {} had been opened to other users (mode {mode:o}); it is the user's alone again (700)",
+                dir.display()
+            );
+            eprintln!("{repaired}");
+            repairs.push(repaired);
         }
     }
     Some(dir)

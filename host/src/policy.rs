@@ -55,9 +55,8 @@ impl Frozen {
             Frozen::Copy { blob, sha256 } => {
                 blobs::read_verified(blob, sha256, max).map_err(|e| e.to_string())
             }
-            Frozen::Unreadable(why) => Err(format!(
-                "it could not be read when this session's policy was captured: {why}"
-            )),
+            // As it was when the session's policy was captured.
+            Frozen::Unreadable(why) => Err(why.clone()),
         }
     }
 }
@@ -230,7 +229,9 @@ fn start(
     let policy = match decide(accepted.as_ref(), &captured, blobs) {
         Decision::Take(how) => {
             if let Some(project) = project
-                && accepted.as_ref().is_none_or(|a| a.policy != captured.manifest)
+                && accepted
+                    .as_ref()
+                    .is_none_or(|a| a.policy != captured.manifest)
             {
                 accept(state, project, &captured.manifest, how);
             }
@@ -502,10 +503,7 @@ fn project_record(state: &Path, project: &Path) -> PathBuf {
 /// The policy on disk for `project`, captured (keeping copies when `blobs` is
 /// given).
 pub fn on_disk(project: Option<&Path>, blobs: Option<&Blobs>) -> Captured {
-    capture_located(
-        &Config::locate(project).map_err(|e| e.to_string()),
-        blobs,
-    )
+    capture_located(&Config::locate(project).map_err(|e| e.to_string()), blobs)
 }
 
 /// A session's policy record, if it has one.
@@ -545,9 +543,16 @@ pub fn retake(state: &Path, project: &Path, policy: &Manifest) -> usize {
 pub fn collect_garbage(state: &Path, now: u64) {
     let blobs = Blobs::new(state);
     let mut kept = std::collections::BTreeSet::new();
-    let records = [state.join(crate::store::SESSIONS_DIR), state.join(PROJECTS_DIR)];
+    let records = [
+        state.join(crate::store::SESSIONS_DIR),
+        state.join(PROJECTS_DIR),
+    ];
     for dir in records {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().filter_map(Result::ok) {
+        for entry in std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+        {
             let path = entry.path();
             let manifest = match path.extension().and_then(|e| e.to_str()) {
                 Some(SESSION_RECORD) => read_json::<SessionRecord>(&path).map(|r| r.policy),

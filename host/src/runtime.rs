@@ -107,7 +107,8 @@ pub enum LoadError {
     LockMismatch { expected: String, actual: String },
     #[error("{0}")]
     LockUnusable(String),
-    #[error("this session's copy of it cannot be run: {0}")]
+    /// The session's policy holds it as unreadable, or its copy was altered.
+    #[error("{0}")]
     Snapshot(String),
     #[error("not a valid component: {0:#}")]
     Compile(wasmtime::Error),
@@ -690,7 +691,9 @@ pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepare
     }
     let prepared = match &guardrail.frozen {
         Some(frozen) => {
-            let bytes = frozen.read(MAX_COMPONENT_BYTES).map_err(LoadError::Snapshot)?;
+            let bytes = frozen
+                .read(MAX_COMPONENT_BYTES)
+                .map_err(LoadError::Snapshot)?;
             let sha256 = crate::sha256_hex(&bytes);
             prepare_bytes(Cow::Owned(bytes), sha256, guardrail.sha256.as_deref())?
         }

@@ -887,8 +887,8 @@ fn transcripts_built_to_hang_or_to_fill_memory_cost_only_the_turn() {
     std::os::unix::fs::symlink(&fifo, &link).expect("symlink");
     let socket_path = root.join("transcript.sock");
     let _socket = std::os::unix::net::UnixListener::bind(&socket_path).expect("unix socket");
-    let mut tally = Tally::new("sess-transcripts");
-    for (path, why) in [
+    // Each its own session: a session reads the transcript its first event named.
+    for (i, (path, why)) in [
         // A symlink with a transcript's name, to a FIFO nobody writes.
         (
             link.display().to_string(),
@@ -909,7 +909,11 @@ fn transcripts_built_to_hang_or_to_fill_memory_cost_only_the_turn() {
             "/tmp/a\u{0}b.jsonl".to_owned(),
             "file name contained an unexpected NUL byte".to_owned(),
         ),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut tally = Tally::new(&format!("sess-transcripts-{i}"));
         let started = Instant::now();
         let run = project.hook_within(&force_push_in(&tally.session, &path), PROMPTLY);
         assert!(
@@ -929,8 +933,8 @@ fn transcripts_built_to_hang_or_to_fill_memory_cost_only_the_turn() {
             run.stderr()
         );
         tally.counted(&run);
+        tally.assert_intact(&project);
     }
-    tally.assert_intact(&project);
 }
 
 #[test]

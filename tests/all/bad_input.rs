@@ -112,15 +112,26 @@ fn config_with_an_unknown_key() {
     let project = project_with_state();
     let config = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("config");
     project.config(&config.replace("source =", "matchr = \"Bash\"\nsource ="));
-    assert_rejected(&project, &bash("sess-bad", "ls"), "unknown field `matchr`");
-    // The bundled rules hold while the config is broken.
-    let run = project.hook(&bash("sess-bad", "git push --force"));
-    assert!(
-        run.deny_reason()
-            .is_some_and(|r| r.starts_with("[destructive-commands/"))
+    // The running session keeps its policy, and the person hears why once.
+    let run = project.hook(&bash("sess-bad", "ls"));
+    assert_eq!(run.context(), "[probe] keyspace: kept=yes");
+    let told = run.answer()["systemMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(told.contains("unknown field `matchr`"), "{told}");
+    let again = project.hook(&bash("sess-bad", "ls"));
+    assert_eq!(
+        again.answer()["systemMessage"],
+        serde_json::Value::Null,
+        "said once per change"
     );
+    // A new session holds to the accepted policy while the config is broken.
+    let run = project.hook(&bash("sess-bad-next", "ls"));
+    assert!(run.context().starts_with("[probe]"), "{}", run.stderr());
     assert!(
-        run.stderr().contains("the embedded default is in force"),
+        run.stderr().contains("it cannot be used: invalid config")
+            && run.stderr().contains("The accepted policy"),
         "{}",
         run.stderr()
     );
@@ -139,14 +150,34 @@ fn config_with_an_unknown_key() {
 }
 
 #[test]
+fn a_broken_first_config_leaves_the_embedded_default_in_force() {
+    let project = Project::new();
+    project.config("[[guardrail]]\nname = \"x\"\nmatchr = \"Bash\"\n");
+    // The bundled rules hold while the config is broken.
+    let run = project.hook(&bash("sess-bad", "git push --force"));
+    assert!(
+        run.deny_reason()
+            .is_some_and(|r| r.starts_with("[destructive-commands/")),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        run.stderr().contains("the embedded default is in force"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
 fn config_with_a_missing_wasm_file() {
     let project = project_with_state();
     let config = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("config");
     project.config(&format!(
         "{config}[[guardrail]]\nname = \"gone\"\nsource = \"guardrails/gone.wasm\"\nevents = [\"PreToolUse\"]\n"
     ));
-    // Only the missing guardrail is lost; the others in the same file still run.
-    let run = project.hook(&bash("sess-bad", "ls"));
+    // An addition: the next session takes it. Only the missing guardrail is lost;
+    // the others in the same file still run.
+    let run = project.hook(&bash("sess-bad-next", "ls"));
     assert!(
         run.stderr().contains("guardrail 'gone' not run: ")
             && run.stderr().contains("guardrails/gone.wasm does not exist"),
@@ -172,7 +203,7 @@ fn config_with_a_missing_wasm_file() {
 fn a_file_that_is_not_a_component() {
     let project = project_with_state();
     std::fs::write(project.dir().join("junk.wasm"), b"\0asm not really").expect("write");
-    project.config(&format!(
+    project.reconfigure(&format!(
         "{}[[guardrail]]\nname = \"junk\"\nsource = \"junk.wasm\"\nevents = [\"PreToolUse\"]\n",
         probe_config(&[(
             "probe",
@@ -204,8 +235,25 @@ fn explicit_config_that_does_not_exist() {
     let project = project_with_state();
     let mut cmd = project.cmd();
     cmd.env("SANDRAIL_CONFIG", project.dir().join("nope.toml"));
-    let run = project.hook_with(cmd, &bash("sess-bad", "ls"));
-    run.assert_silent();
+    // A new session: the accepted policy holds, and the person is told why.
+    let run = project.hook_with(cmd, &bash("sess-bad-next", "ls"));
+    assert!(run.context().starts_with("[probe]"), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("SANDRAIL_CONFIG names"),
+        "{}",
+        run.stderr()
+    );
+    // With nothing accepted yet, the embedded default.
+    let fresh = Project::new();
+    let mut cmd = fresh.cmd();
+    cmd.env("SANDRAIL_CONFIG", fresh.dir().join("nope.toml"));
+    let run = fresh.hook_with(cmd, &bash("sess-bad", "git push --force"));
+    assert!(
+        run.deny_reason()
+            .is_some_and(|r| r.starts_with("[destructive-commands/")),
+        "{}",
+        run.stderr()
+    );
     assert!(
         run.stderr().contains("SANDRAIL_CONFIG names"),
         "{}",
@@ -265,6 +313,7 @@ fn a_corrupt_database_is_moved_aside_and_the_event_judged_in_full() {
     );
     // The stateful guardrails count again, in the fresh database.
     std::fs::remove_file(project.dir().join("sandrail.toml")).expect("back to the default");
+    project.trust();
     project
         .hook(&write("sess-corrupt", "/home/dev/project/a.rs"))
         .assert_silent();
@@ -299,7 +348,7 @@ fn fill_config(count: usize, settings: &str) -> String {
 #[test]
 fn a_commit_that_fails_is_reported_and_follows_on_error() {
     let project = Project::new();
-    project.config(&fill_config(3, ""));
+    project.reconfigure(&fill_config(3, ""));
     assert_eq!(
         project.hook(&bash("sess-full", "ls")).context(),
         "[probe] refused: None; listed: 3"
@@ -310,7 +359,7 @@ fn a_commit_that_fails_is_reported_and_follows_on_error() {
         let cmd = project.cmd_after("trap '' XFSZ; ulimit -f 1");
         project.hook_with(cmd, &bash("sess-full", "ls"))
     };
-    project.config(&fill_config(10, ""));
+    project.reconfigure(&fill_config(10, ""));
     let run = disk_full(&project);
     assert_eq!(run.code(), Some(0));
     // on_error = "allow" (the default): reported, and the event proceeds as decided.
@@ -322,7 +371,7 @@ fn a_commit_that_fails_is_reported_and_follows_on_error() {
     );
     assert_eq!(run.context(), "[probe] refused: None; listed: 10");
     // on_error = "deny": the event is refused, naming the cause.
-    project.config(&fill_config(10, "[settings]\non_error = \"deny\"\n"));
+    project.reconfigure(&fill_config(10, "[settings]\non_error = \"deny\"\n"));
     let run = disk_full(&project);
     let answer = run.answer();
     let reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
@@ -335,7 +384,7 @@ fn a_commit_that_fails_is_reported_and_follows_on_error() {
         "{answer}"
     );
     // Nothing of the failed events was kept, and the database still opens.
-    project.config(&fill_config(0, ""));
+    project.reconfigure(&fill_config(0, ""));
     assert_eq!(
         project.hook(&bash("sess-full", "ls")).context(),
         "[probe] refused: None; listed: 3"

@@ -93,7 +93,7 @@ fn a_corrupt_cache_file_is_replaced() {
 }
 
 #[test]
-fn a_directory_others_can_write_is_not_used() {
+fn a_directory_opened_to_others_is_made_private_again() {
     use std::os::unix::fs::PermissionsExt;
     let project = Project::new();
     let cache = project.root.path().join("shared-cache");
@@ -109,41 +109,55 @@ fn a_directory_others_can_write_is_not_used() {
     assert!(!cache_files(&cache).is_empty(), "{}", run.stderr());
     assert!(project.session_db("sess-perm").exists());
 
-    // Opened to everyone: neither the cache nor the state is used, and the hook
-    // says so and still judges.
+    // Opened to everyone (`chmod 777`), with the cache's code replaced meanwhile:
+    // both are made the user's alone again and the person hears of it; the
+    // cache's code, which anyone could have written, is thrown away; the state
+    // goes on being used, so nothing is skipped.
     for dir in [&cache, &project.state_dir()] {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     }
     for file in cache_files(&cache) {
         std::fs::write(&file, b"planted").expect("plant");
     }
-    let run = hook(&bash("sess-perm", "git push --force origin main"));
-    assert!(
-        run.deny_reason().is_some_and(|r| r.contains("force-push")),
-        "{}",
-        run.stdout()
-    );
-    let told = run.stderr();
-    assert!(
-        told.contains(&format!(
-            "the compiled-code cache {} can be written by other users, so it is not used",
-            cache.display()
-        )),
-        "{told}"
-    );
-    assert!(!told.contains("loaded"), "{told}");
     let run = hook(&write("sess-perm", "/home/dev/project/b.rs"));
-    assert!(
-        run.stderr().contains(&format!(
-            "the state directory {} can be written by other users, so it is not used",
-            project.state_dir().display()
-        )),
-        "{}",
-        run.stderr()
+    assert!(run.ok(), "{}", run.stderr());
+    let told = run.stderr();
+    for (what, dir) in [
+        ("compiled-code cache", &cache),
+        ("state directory", &project.state_dir()),
+    ] {
+        assert!(
+            told.contains(&format!(
+                "the {what} {} had been opened to other users (mode 777); it is the user's alone again (700)",
+                dir.display()
+            )),
+            "{told}"
+        );
+        let mode = std::fs::metadata(dir).expect("dir").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{what}");
+    }
+    let said = run.answer()["systemMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(said.contains("it is the user's alone again"), "{said}");
+    assert!(!told.contains("skipping the guardrails"), "{told}");
+    assert_eq!(
+        project.state("sess-perm", "session-budget"),
+        [("edits".to_owned(), "2".to_owned())]
     );
     for file in cache_files(&cache) {
-        assert_eq!(std::fs::read(&file).expect("read"), b"planted");
+        assert_ne!(std::fs::read(&file).expect("read"), b"planted");
     }
+    let receipts =
+        std::fs::read_to_string(project.state_dir().join("receipts.jsonl")).expect("receipts");
+    assert!(
+        receipts
+            .lines()
+            .last()
+            .is_some_and(|l| l.contains("opened to other users")),
+        "{receipts}"
+    );
 }
 
 /// A run with its own cache directory and debug logging.

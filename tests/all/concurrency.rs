@@ -121,37 +121,38 @@ fn parallel_counters_count_every_event() {
 #[test]
 fn a_held_lock_times_out_and_the_event_is_still_judged() {
     let project = Project::new();
-    // The holder spins with the state transaction open, for up to 3 s.
-    let holder_dir = project.another();
-    let holder_config = probe_config(&[(
-        "probe",
-        "[limits]\ntimeout_ms = 3000\n[guardrail.config]\naction = \"spin\"\n",
-    )])
-    .replace("[limits]", "[guardrail.limits]");
-    holder_dir.config(&holder_config);
-    let mut holder = holder_dir.cmd();
+    // A Read spins with the state transaction open, for up to 3 s: sandrail at
+    // work, holding the session.
+    project.config(&format!(
+        "[settings]\nlock_timeout_ms = 200\n\
+         [[guardrail]]\nname = \"no-destructive-git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\n\
+         [[guardrail]]\nname = \"counter\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n[guardrail.config]\naction = \"count\"\n\
+         [[guardrail]]\nname = \"spinner\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\nmatcher = \"Read\"\n[guardrail.config]\naction = \"spin\"\n[guardrail.limits]\ntimeout_ms = 3000\n"
+    ));
+    let read = payload(
+        "PreToolUse",
+        "sess-lock",
+        serde_json::json!({"tool_name": "Read", "tool_input": {"file_path": "/home/dev/project/a.rs"}}),
+    );
+    let mut holder = project.cmd();
     holder
-        .env("SANDRAIL_STATE_DIR", project.state_dir())
         .arg("hook")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut holder = holder.spawn().expect("spawn holder");
     let mut stdin = holder.stdin.take().expect("stdin");
-    stdin.write_all(&bash("sess-lock", "ls")).expect("payload");
+    stdin.write_all(&read).expect("payload");
     drop(stdin);
     std::thread::sleep(std::time::Duration::from_millis(500));
 
-    project.config(&format!(
-        "[settings]\nlock_timeout_ms = 200\n\
-         [[guardrail]]\nname = \"no-destructive-git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\n\
-         [[guardrail]]\nname = \"counter\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\n[guardrail.config]\naction = \"count\"\n"
-    ));
     let run = project.hook(&bash("sess-lock", "git push --force"));
     // The stateless guardrail still refuses; the stateful one is skipped, in one line.
     assert!(
         run.deny_reason()
-            .is_some_and(|r| r.starts_with("[no-destructive-git/force-push]"))
+            .is_some_and(|r| r.starts_with("[no-destructive-git/force-push]")),
+        "{}",
+        run.stderr()
     );
     let stderr = run.stderr();
     let lock_lines: Vec<&str> = stderr
@@ -165,6 +166,73 @@ fn a_held_lock_times_out_and_the_event_is_still_judged() {
         ]
     );
     assert!(!stderr.contains("failed"), "{stderr}");
-    project.hook(&bash("sess-lock", "ls")).assert_silent();
     let _ = holder.wait_with_output();
+    project.hook(&bash("sess-lock", "ls")).answer();
+}
+
+/// A session's lock held by something that is not sandrail at work — `flock` in
+/// the agent's shell — keeps nothing from being judged: the guardrails that
+/// need the state fail under their `on_error`, and stderr names the holder.
+#[test]
+fn a_lock_held_by_another_program_is_tampering_and_fails_closed_under_deny() {
+    let project = Project::new();
+    project.config(&format!(
+        "[[guardrail]]\nname = \"counter\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\non_error = \"deny\"\n[guardrail.config]\naction = \"count\"\n"
+    ));
+    assert_eq!(
+        project.hook(&bash("sess-held", "ls")).context(),
+        "[counter] n=1"
+    );
+    let lock = project.session_db("sess-held").with_extension("lock");
+    // `-o`: the `sleep` flock starts does not hold the lock, so killing flock
+    // lets it go.
+    let mut flock = Command::new("flock")
+        .arg("-o")
+        .arg(&lock)
+        .args(["sleep", "30"])
+        .spawn()
+        .expect("flock (util-linux)");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let run = project.hook(&bash("sess-held", "ls"));
+    let waited = started.elapsed();
+    let _ = flock.kill();
+    let _ = flock.wait();
+    let reason = run.deny_reason().expect("refused under on_error = deny");
+    assert!(
+        reason.starts_with("[sandrail] Refused because guardrail 'counter' could not judge this call (its state is withheld)"),
+        "{reason}"
+    );
+    let stderr = run.stderr();
+    assert!(
+        stderr.contains("this session's lock is held by pid ")
+            && stderr.contains("`flock ")
+            && stderr.contains("not a sandrail process"),
+        "{stderr}"
+    );
+    // Plainly not sandrail at work: no wait for the lock timeout.
+    assert!(
+        waited < std::time::Duration::from_millis(1500),
+        "{waited:?}"
+    );
+    // The person hears of it too, and the receipt records it.
+    let told = run.answer()["systemMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(told.contains("not a sandrail process"), "{told}");
+    let receipts = project.run(&["receipts", "--json"]).stdout();
+    let last: serde_json::Value =
+        serde_json::from_str(receipts.lines().last().expect("a receipt")).expect("json");
+    assert!(
+        last["alerts"][0]
+            .as_str()
+            .is_some_and(|a| a.contains("held by pid")),
+        "{last}"
+    );
+    // Once let go, the session counts on.
+    assert_eq!(
+        project.hook(&bash("sess-held", "ls")).context(),
+        "[counter] n=2"
+    );
 }

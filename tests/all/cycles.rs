@@ -119,7 +119,20 @@ impl<'a> Agent<'a> {
             .hook(&serde_json::to_vec(&payload).expect("json"))
     }
 
+    /// The agent finishes its answer (a line in the transcript, as the harness
+    /// writes it) and the harness sends a Stop.
     fn stop(&self, stop_hook_active: bool) -> Run {
+        let mut existing = std::fs::read_to_string(&self.transcript).unwrap_or_default();
+        let n = existing.len();
+        let line = json!({"type": "assistant", "uuid": format!("s-{n}"), "message": {"id": format!("ms-{n}"), "content": [{"type": "text", "text": "Done."}]}});
+        existing.push_str(&format!("{line}\n"));
+        std::fs::write(&self.transcript, existing).expect("append");
+        self.forged_stop(stop_hook_active)
+    }
+
+    /// A Stop sent without the agent having said anything since: what `sandrail
+    /// hook` run by the agent itself, from within one tool call, looks like.
+    fn forged_stop(&self, stop_hook_active: bool) -> Run {
         self.project
             .hook(&self.base("Stop", json!({"stop_hook_active": stop_hook_active})))
     }
@@ -411,7 +424,7 @@ fn a_missing_transcript_fails_open_with_a_stderr_line() {
     // The transcript is gone by the Stop: the turn is unknown, so the claim cannot
     // be tied to its evidence, and the Stop is not refused for it.
     std::fs::remove_file(&agent.transcript).expect("remove");
-    let run = agent.stop(false);
+    let run = agent.forged_stop(false);
     assert_eq!(refused(&run), None, "stderr: {}", run.stderr());
     let stderr = run.stderr();
     assert!(stderr.contains("turn unknown: transcript: "), "{stderr}");
@@ -419,6 +432,50 @@ fn a_missing_transcript_fails_open_with_a_stderr_line() {
         stderr.contains("[verify-artifact-produced]") && stderr.contains("the turn is unknown"),
         "{stderr}"
     );
+}
+
+/// The cap on Stops refused in a row cannot be used up by Stops the harness did
+/// not send: one counts only if the transcript grew since the last refused Stop,
+/// and one naming another transcript than its session's counts not at all.
+#[test]
+fn forged_stops_do_not_use_up_the_cap() {
+    let project = Project::new();
+    project.config(PAIR);
+    let mut agent = Agent::new(&project, "cycle-forged");
+    agent.user("research");
+    agent.wrote("notes/plan.md", TAGGED).assert_silent();
+    assert!(refused(&agent.stop(false)).is_some());
+    for n in 0..20 {
+        let run = agent.forged_stop(true);
+        assert!(
+            refused(&run).is_some(),
+            "forged Stop {n} is refused, not let through"
+        );
+        assert!(
+            run.stderr()
+                .contains("does not count toward settings.max_refused_stops"),
+            "{}",
+            run.stderr()
+        );
+    }
+    assert_eq!(agent.cycle()["refused"]["count"], 1, "{}", agent.cycle());
+    // A forged payload pointing at a transcript of its own, grown at will.
+    let fake = project.dir().join("fake.jsonl");
+    for n in 0..10 {
+        std::fs::write(&fake, "x".repeat(100 * (n + 1))).expect("fake transcript");
+        let mut payload: Value =
+            serde_json::from_slice(&agent.base("Stop", json!({"stop_hook_active": true})))
+                .expect("json");
+        payload["transcript_path"] = json!(fake);
+        let run = project.hook(&serde_json::to_vec(&payload).expect("json"));
+        assert!(refused(&run).is_some(), "fake transcript {n}");
+    }
+    assert_eq!(agent.cycle()["refused"]["count"], 1, "{}", agent.cycle());
+    // The harness's own Stops, after the agent answered each refusal, still count.
+    for n in 2..=8 {
+        assert!(refused(&agent.stop(true)).is_some(), "refusal {n}");
+    }
+    assert_eq!(refused(&agent.stop(true)), None, "the ninth is let through");
 }
 
 #[test]
@@ -462,7 +519,7 @@ fn stops_refused_in_a_row_are_capped_at_eight() {
     );
 
     // The cap is configurable.
-    project.config(&format!("[settings]\nmax_refused_stops = 2\n{PAIR}"));
+    project.reconfigure(&format!("[settings]\nmax_refused_stops = 2\n{PAIR}"));
     let mut agent = Agent::new(&project, "cycle-cap-2");
     agent.user("research");
     agent.wrote("notes/plan.md", TAGGED).assert_silent();
@@ -540,7 +597,7 @@ fn a_gate_sees_the_contexts_it_requires_and_a_holding_context_keeps_the_stop() {
     assert_eq!(view["contexts"][0]["entered_this_cycle"], true, "{view}");
 
     // Once its leave lets go, the Stop is accepted and the context is left.
-    project.config(&context_and_gate(None));
+    project.reconfigure(&context_and_gate(None));
     assert_eq!(refused(&agent.stop(true)), None);
     let cycle = agent.cycle();
     assert_eq!(cycle["contexts"][0][1]["active"], false, "{cycle}");
@@ -550,7 +607,7 @@ fn a_gate_sees_the_contexts_it_requires_and_a_holding_context_keeps_the_stop() {
     agent.bash("./deploy.sh staging");
     agent.bash("./rollback.sh");
     assert_eq!(agent.cycle()["contexts"][0][1]["active"], false);
-    project.config(&context_and_gate(None).replace("exit_on", "bad_payload = true\nexit_on"));
+    project.reconfigure(&context_and_gate(None).replace("exit_on", "bad_payload = true\nexit_on"));
     let run = agent.bash("./deploy.sh again");
     assert!(
         run.stderr().contains("its enter payload is not JSON"),
@@ -563,7 +620,7 @@ fn a_gate_sees_the_contexts_it_requires_and_a_holding_context_keeps_the_stop() {
 #[test]
 fn a_gate_reads_a_contexts_stamp_through_list_owner() {
     let project = Project::new();
-    project.config(&format!(
+    project.reconfigure(&format!(
         r#"{PAIR}
 [[guardrail]]
 name = "watcher"

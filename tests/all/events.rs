@@ -256,8 +256,9 @@ fn guardrails_see_the_turn_and_facts() {
         "{context}"
     );
 
-    // Without a transcript the turn is absent, and stderr says why.
-    let run = project.hook(&bash("sess-turn", "ls"));
+    // Without a transcript (in a session that never named one) the turn is
+    // absent, and stderr says why.
+    let run = project.hook(&bash("sess-turn-none", "ls"));
     let context = run.context();
     assert!(context.contains("turn=None"), "{context}");
     assert!(run.stderr().contains("turn unknown"), "{}", run.stderr());

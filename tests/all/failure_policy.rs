@@ -50,7 +50,7 @@ fn every_way_of_failing_refuses_under_deny() {
             "malformed verdict",
         ),
     ] {
-        project.config(&failing(body));
+        project.reconfigure(&failing(body));
         let run = project.hook(&bash("sess-fail", "ls"));
         assert_refused_for(&run, cause);
     }
@@ -59,12 +59,12 @@ fn every_way_of_failing_refuses_under_deny() {
 #[test]
 fn a_missing_or_altered_component_refuses_under_deny() {
     let project = Project::new();
-    project.config("[[guardrail]]\nname = \"probe\"\nsource = \"guards/gone.wasm\"\nevents = [\"PreToolUse\"]\non_error = \"deny\"\n");
+    project.reconfigure("[[guardrail]]\nname = \"probe\"\nsource = \"guards/gone.wasm\"\nevents = [\"PreToolUse\"]\non_error = \"deny\"\n");
     let run = project.hook(&bash("sess-gone", "ls"));
     assert_refused_for(&run, "does not exist");
 
     let pin = "0".repeat(64);
-    project.config(&format!(
+    project.reconfigure(&format!(
         "[[guardrail]]\nname = \"probe\"\nsource = \"{PROBE}\"\nsha256 = \"{pin}\"\nevents = [\"PreToolUse\"]\non_error = \"deny\"\n"
     ));
     let run = project.hook(&bash("sess-pin", "ls"));
@@ -74,7 +74,7 @@ fn a_missing_or_altered_component_refuses_under_deny() {
     );
 
     // The same failures under the default policy only cost the guardrail.
-    project.config("[[guardrail]]\nname = \"probe\"\nsource = \"guards/gone.wasm\"\nevents = [\"PreToolUse\"]\n");
+    project.reconfigure("[[guardrail]]\nname = \"probe\"\nsource = \"guards/gone.wasm\"\nevents = [\"PreToolUse\"]\n");
     let run = project.hook(&bash("sess-gone", "ls"));
     run.assert_silent();
     assert!(
@@ -87,7 +87,7 @@ fn a_missing_or_altered_component_refuses_under_deny() {
 #[test]
 fn a_stop_is_blocked_and_a_session_start_told() {
     let project = Project::new();
-    project.config(&failing("[guardrail.config]\naction = \"panic\"\n"));
+    project.reconfigure(&failing("[guardrail.config]\naction = \"panic\"\n"));
     let run = project.hook(&payload(
         "Stop",
         "sess-stop",

@@ -24,7 +24,7 @@ fn grep(session: &str) -> Vec<u8> {
 #[test]
 fn one_guardrail_sets_a_flag_another_consumes_it() {
     let project = Project::new();
-    project.config(&format!(
+    project.reconfigure(&format!(
         "{}{}",
         flagger("searcher", "flag-set", "set = [\"ready\"]", "Grep"),
         flagger("writer", "flag-consume", "consume = [\"ready\"]", "Write")
@@ -66,7 +66,7 @@ fn one_guardrail_sets_a_flag_another_consumes_it() {
 #[test]
 fn a_guardrail_touches_only_the_flags_it_is_granted() {
     let project = Project::new();
-    project.config(&format!(
+    project.reconfigure(&format!(
         "{}{}",
         flagger("checker", "flag-check", "check = [\"ready\"]", "Grep"),
         flagger("thief", "flag-consume", "check = [\"ready\"]", "Write")
@@ -95,7 +95,7 @@ fn a_guardrail_touches_only_the_flags_it_is_granted() {
 #[test]
 fn of_two_racing_consumers_exactly_one_sees_the_flag() {
     let project = Project::alone();
-    project.config(&format!(
+    project.reconfigure(&format!(
         "{}{}",
         flagger("searcher", "flag-set", "set = [\"ready\"]", "Grep"),
         flagger("writer", "flag-consume", "consume = [\"ready\"]", "Write")
@@ -120,7 +120,7 @@ fn of_two_racing_consumers_exactly_one_sees_the_flag() {
 #[test]
 fn flag_setters_still_run_when_a_block_cuts_the_chain() {
     let project = Project::new();
-    project.config(&format!(
+    project.reconfigure(&format!(
         "[[guardrail]]\nname = \"blocker\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\n[guardrail.config]\naction = \"deny\"\nvalue = \"no\"\n{}{}{}",
         probe_config(&[("counter", "[guardrail.config]\naction = \"count\"\n")])
             .replace("\"SessionStart\", \"UserPromptSubmit\", \"PreToolUse\", \"PostToolUse\", \"Stop\", \"SubagentStop\", \"PreCompact\", \"SessionEnd\"", "\"PreToolUse\""),
@@ -147,7 +147,7 @@ fn flag_setters_still_run_when_a_block_cuts_the_chain() {
         "check = [\"ready\"]",
         "Read",
     ));
-    project.config(&only_reader);
+    project.reconfigure(&only_reader);
     assert_eq!(project.hook(&read).context(), "[reader] ready is set: true");
 }
 
@@ -163,7 +163,7 @@ fn old_probe() -> String {
 fn a_guardrail_built_against_0_1_0_still_loads_and_judges() {
     let project = Project::new();
     let old = old_probe();
-    project.config(&format!(
+    project.reconfigure(&format!(
         "[[guardrail]]\nname = \"old-counter\"\nsource = \"{old}\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n[guardrail.config]\naction = \"count\"\n\
          [[guardrail]]\nname = \"old-rule\"\nsource = \"{old}\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\n[guardrail.enforcement]\ndefault_level = \"nudge\"\nescalation = [{{after = 2, level = \"hard_block\"}}]\n[guardrail.config]\naction = \"violation\"\nkey = \"r\"\nvalue = \"old but judged\"\n"
     ));

@@ -173,8 +173,14 @@ fn a_log_cannot_write_lines_as_sandrail() {
 }
 
 /// A payload whose transcript is `path`.
+/// A force push whose payload names `path` as its transcript, in a session of its
+/// own (a session reads the transcript its first event named).
 fn force_push_in_transcript(path: &std::path::Path) -> Vec<u8> {
-    bash_in_turn("sess-transcript", "git push --force", path)
+    let session = format!(
+        "sess-transcript-{}",
+        &sandrail::sha256_hex(path.as_os_str().as_encoded_bytes())[..8]
+    );
+    bash_in_turn(&session, "git push --force", path)
 }
 
 #[cfg(unix)]
@@ -295,9 +301,25 @@ fn a_config_that_is_a_fifo_falls_back_to_the_embedded_default() {
 
 #[test]
 fn an_empty_config_is_never_silent() {
-    let project = Project::new();
     for text in ["\n", "[settings]\nlock_timeout_ms = 500\n"] {
+        // Appearing where there was none, it is not taken: it judges nothing.
+        let project = Project::new();
         project.config(text);
+        let run = project.hook(&bash("sess-empty", "git push --force"));
+        assert!(
+            run.deny_reason()
+                .is_some_and(|r| r.starts_with("[destructive-commands/force-push]")),
+            "the embedded default holds: {}",
+            run.stderr()
+        );
+        assert!(
+            run.stderr().contains("it configures no guardrails")
+                && run.stderr().contains("run `sandrail trust`"),
+            "{}",
+            run.stderr()
+        );
+        // A person can still choose it; then every event says nothing is judged.
+        project.trust();
         let run = project.hook(&bash("sess-empty", "git push --force"));
         assert_eq!(run.stdout(), "", "nothing is judged");
         assert!(

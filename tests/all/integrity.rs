@@ -15,7 +15,7 @@ fn pinned_project(on_error: &str) -> Project {
     let plugins = project.dir().join("plugins");
     std::fs::create_dir_all(&plugins).expect("mkdir");
     std::fs::copy(PROBE, plugins.join("probe.wasm")).expect("copy");
-    project.config(&format!(
+    project.reconfigure(&format!(
         r#"[[guardrail]]
 name = "probe"
 source = "plugins/probe.wasm"
@@ -50,6 +50,8 @@ fn pin_writes_every_component_and_a_changed_one_is_not_run() {
 
     let pin = project.run(&["pin"]);
     assert!(pin.ok(), "{}", pin.stderr());
+    // Pinning changes what the agent is held to: a person accepts it.
+    project.trust();
     assert!(
         pin.stdout()
             .contains(&format!("pinned  probe  {probe_sha}  (new)")),
@@ -85,11 +87,32 @@ fn pin_writes_every_component_and_a_changed_one_is_not_run() {
     let again = project.run(&["pin"]);
     assert!(again.stdout().contains("(unchanged)"), "{}", again.stdout());
 
-    // The plugin's bytes change (another valid component) after the pin.
+    // The plugin's bytes change (another valid component) after the pin. The
+    // running session goes on with its copy of what was accepted, and the person
+    // hears of the change.
     let other = std::fs::read(other_component()).expect("fixture");
     let other_sha = sandrail::sha256_hex(&other);
     std::fs::write(project.dir().join("plugins/probe.wasm"), &other).expect("swap");
     let run = project.hook(&bash("sess-lock", "ls"));
+    assert_eq!(run.context(), "[probe] probe judged");
+    let told = run.answer()["systemMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(told.contains("its component's bytes"), "{told}");
+    // A new session holds to it too, saying why.
+    let run = project.hook(&bash("sess-lock-next", "ls"));
+    assert_eq!(run.context(), "[probe] probe judged");
+    assert!(
+        run.stderr().contains(&format!(
+            "sha256 mismatch: sandrail.lock pins {probe_sha} but the component is {other_sha}"
+        )),
+        "{}",
+        run.stderr()
+    );
+    // Should a person accept it without pinning it, the lock still refuses it.
+    project.trust();
+    let run = project.hook(&bash("sess-lock-accepted", "ls"));
     let reason = run.deny_reason().expect("refused under on_error = deny");
     assert!(
         reason.contains("guardrail 'probe' could not judge this call"),
@@ -129,6 +152,7 @@ fn a_changed_component_under_allow_is_skipped_and_the_others_still_judge() {
     let project = pinned_project("allow");
     assert!(project.run(&["pin"]).ok());
     std::fs::copy(other_component(), project.dir().join("plugins/probe.wasm")).expect("swap");
+    project.trust();
     let run = project.hook(&bash("sess-lock-allow", "git push --force origin main"));
     assert!(
         run.deny_reason().is_some_and(|r| r.contains("force-push")),
@@ -150,7 +174,7 @@ fn check_config_reports_drift_from_the_lock() {
     // Rename the bundled guardrail's entry and point the probe elsewhere.
     let config = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("config");
     std::fs::copy(PROBE, project.dir().join("plugins/moved.wasm")).expect("copy");
-    project.config(
+    project.reconfigure(
         &config
             .replace("name = \"destructive-commands\"", "name = \"destructive\"")
             .replace("plugins/probe.wasm", "plugins/moved.wasm"),
@@ -188,6 +212,17 @@ fn an_unreadable_lock_vouches_for_nothing() {
         "version = 1\n[guardrail.probe\n",
     )
     .expect("write");
+    // Not taken by a new session by itself...
+    let run = project.hook(&bash("sess-badlock-held", "ls"));
+    assert_eq!(run.context(), "[probe] probe judged");
+    assert!(
+        run.stderr().contains("sandrail.lock cannot be read")
+            || run.stderr().contains("is not a valid lock file"),
+        "{}",
+        run.stderr()
+    );
+    // ...and once a person accepts it, it vouches for nothing.
+    project.trust();
     let run = project.hook(&bash("sess-badlock", "ls"));
     assert!(
         run.deny_reason()

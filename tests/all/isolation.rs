@@ -6,7 +6,7 @@ use crate::support::*;
 #[test]
 fn list_owner_on_an_undeclared_owner_is_an_error_not_a_trap() {
     let project = Project::new();
-    project.config(&probe_config(&[
+    project.reconfigure(&probe_config(&[
         (
             "owner",
             "[guardrail.config]\naction = \"write\"\nkey = \"secret\"\nvalue = \"42\"\n",
@@ -29,7 +29,7 @@ fn list_owner_on_an_undeclared_owner_is_an_error_not_a_trap() {
 fn list_owner_on_a_required_owner_reads_its_entries() {
     let project = Project::new();
     // The judge comes first in the file; `requires` runs the recorder before it.
-    project.config(&probe_config(&[
+    project.reconfigure(&probe_config(&[
         ("judge", "requires = [\"recorder\"]\n[guardrail.config]\naction = \"list-owner\"\nowner = \"recorder\"\n"),
         ("recorder", "[guardrail.config]\naction = \"write\"\nkey = \"tag:research\"\nvalue = \"1:u\"\n"),
     ]));
@@ -74,7 +74,7 @@ fn list_owner_on_a_required_owner_reads_its_entries() {
 #[test]
 fn two_guardrails_writing_one_key_keep_their_own_values() {
     let project = Project::new();
-    project.config(&probe_config(&[
+    project.reconfigure(&probe_config(&[
         (
             "alpha",
             "[guardrail.config]\naction = \"write\"\nkey = \"shared\"\nvalue = \"from-alpha\"\n",
@@ -101,7 +101,7 @@ fn two_guardrails_writing_one_key_keep_their_own_values() {
 #[test]
 fn two_sessions_never_see_each_others_keys() {
     let project = Project::new();
-    project.config(&probe_config(&[(
+    project.reconfigure(&probe_config(&[(
         "probe",
         "[guardrail.config]\naction = \"write\"\nkey = \"mine\"\nvalue = \"v\"\n",
     )]));
@@ -114,6 +114,7 @@ fn two_sessions_never_see_each_others_keys() {
         )]),
     )
     .expect("config");
+    project.trust();
     assert_eq!(
         project.hook(&bash("sess-one", "ls")).context(),
         "[probe] mine=Some(\"v\")"

@@ -12,7 +12,7 @@ fn probe_with(body: &str) -> String {
 #[test]
 fn an_endless_loop_is_stopped_by_its_deadline() {
     let project = Project::new();
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.limits]\ntimeout_ms = 100\n[guardrail.config]\naction = \"spin\"\n",
     ));
     let started = Instant::now();
@@ -32,7 +32,7 @@ fn an_endless_loop_is_stopped_by_its_deadline() {
 #[test]
 fn allocating_past_the_memory_limit_is_stopped() {
     let project = Project::new();
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.limits]\nmemory_mib = 16\n[guardrail.config]\naction = \"hog\"\n",
     ));
     let run = project.hook(&bash("sess-hog", "ls"));
@@ -47,7 +47,7 @@ fn allocating_past_the_memory_limit_is_stopped() {
 #[test]
 fn state_limits_are_errors_the_guardrail_sees() {
     let project = Project::new();
-    project.config(&probe_with("[guardrail.limits]\ntimeout_ms = 20000\n[guardrail.config]\naction = \"limits\"\ncount = 10001\n"));
+    project.reconfigure(&probe_with("[guardrail.limits]\ntimeout_ms = 20000\n[guardrail.config]\naction = \"limits\"\ncount = 10001\n"));
     let context = project.hook(&bash("sess-lim", "ls")).context();
     assert!(
         context.contains("key: Some(\"key is longer than 1024 bytes\")"),
@@ -67,7 +67,7 @@ fn state_limits_are_errors_the_guardrail_sees() {
 #[test]
 fn a_trap_after_writing_leaves_no_write_behind() {
     let project = Project::new();
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.config]\naction = \"write-then-panic\"\nkey = \"half\"\nvalue = \"written\"\n",
     ));
     let run = project.hook(&bash("sess-trap", "ls"));
@@ -91,7 +91,7 @@ fn a_trap_after_writing_leaves_no_write_behind() {
 fn guest_output_and_logs_are_forwarded_and_bounded() {
     let project = Project::new();
     let value = "y".repeat(1000);
-    project.config(&probe_with(&format!(
+    project.reconfigure(&probe_with(&format!(
         "[guardrail.config]\naction = \"log\"\ncount = 200\nvalue = \"{value}\"\n"
     )));
     let run = project.hook(&bash("sess-log", "ls"));
@@ -119,7 +119,7 @@ fn guest_output_and_logs_are_forwarded_and_bounded() {
 #[test]
 fn an_oversized_verdict_is_malformed() {
     let project = Project::new();
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.config]\naction = \"huge\"\ncount = 1048576\n",
     ));
     let run = project.hook(&bash("sess-huge", "ls"));
@@ -136,7 +136,7 @@ fn an_oversized_verdict_is_malformed() {
 #[test]
 fn a_guardrail_error_is_reported_by_name() {
     let project = Project::new();
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.config]\naction = \"no-such-action\"\n",
     ));
     let run = project.hook(&bash("sess-err", "ls"));
@@ -157,7 +157,7 @@ fn a_guardrail_error_is_reported_by_name() {
 #[test]
 fn a_guardrail_blocked_in_a_host_call_is_stopped_by_its_deadline() {
     let project = Project::new();
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.limits]\ntimeout_ms = 200\n[guardrail.config]\naction = \"sleep\"\ncount = 60000\n",
     ));
     let started = Instant::now();
@@ -179,7 +179,7 @@ fn a_guardrail_blocked_in_a_host_call_is_stopped_by_its_deadline() {
 #[test]
 fn flooding_stdout_is_truncated_not_fatal() {
     let project = Project::new();
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.config]\naction = \"flood\"\ncount = 1024\n",
     ));
     let run = project.hook(&bash("sess-flood", "ls"));
@@ -200,7 +200,7 @@ fn a_keyspace_cannot_grow_past_its_byte_budget() {
     let project = Project::new();
     // The attack that once made one listing cost seconds and a gigabyte: 10,000
     // values of 64 KiB. The default budget (4 MiB) stops it at 63.
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.limits]\ntimeout_ms = 20000\n[guardrail.config]\naction = \"fill\"\ncount = 10000\nsize = 65536\n",
     ));
     let started = Instant::now();
@@ -239,7 +239,7 @@ fn a_keyspace_cannot_grow_past_its_byte_budget() {
 #[test]
 fn the_keyspace_budget_is_configurable_and_listings_stay_within_it() {
     let project = Project::new();
-    project.config(&format!(
+    project.reconfigure(&format!(
         "{}[[guardrail]]\nname = \"reader\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\nrequires = [\"filler\"]\n[guardrail.config]\naction = \"list-owner-size\"\nowner = \"filler\"\n",
         probe_config(&[(
             "filler",
@@ -271,7 +271,7 @@ fn the_keyspace_budget_is_configurable_and_listings_stay_within_it() {
 #[test]
 fn empty_log_messages_count_against_the_budget() {
     let project = Project::new();
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.config]\naction = \"log-empty\"\ncount = 18000\n",
     ));
     let run = project.hook(&bash("sess-empty-log", "ls"));
@@ -289,7 +289,7 @@ fn empty_log_messages_count_against_the_budget() {
 #[test]
 fn a_fuel_budget_stops_a_guardrail_by_name_whatever_the_machine_speed() {
     let project = Project::new();
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "on_error = \"deny\"\n[guardrail.limits]\ntimeout_ms = 20000\nfuel = 5000000\n[guardrail.config]\naction = \"spin\"\n",
     ));
     let started = Instant::now();
@@ -311,7 +311,7 @@ fn a_fuel_budget_stops_a_guardrail_by_name_whatever_the_machine_speed() {
     );
 
     // Enough fuel for its work: it judges.
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.limits]\nfuel = 50000000\n[guardrail.config]\naction = \"note\"\nvalue = \"ok\"\n",
     ));
     assert_eq!(
@@ -331,7 +331,7 @@ fn a_fuel_budget_stops_a_guardrail_by_name_whatever_the_machine_speed() {
 #[test]
 fn the_log_budget_is_configurable() {
     let project = Project::new();
-    project.config(&probe_with(
+    project.reconfigure(&probe_with(
         "[guardrail.limits]\nlog_kib = 4\n[guardrail.config]\naction = \"flood\"\ncount = 1024\n",
     ));
     let run = project.hook(&bash("sess-logkib", "ls"));

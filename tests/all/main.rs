@@ -25,4 +25,5 @@ mod protect;
 mod receipts;
 mod sdk;
 mod sessions;
+mod trust;
 mod turns;

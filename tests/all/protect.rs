@@ -271,12 +271,12 @@ fn a_config_adds_paths_and_can_switch_protection_off() {
     std::fs::create_dir_all(&guards).expect("dir");
     std::fs::copy(PROBE, guards.join("probe.wasm")).expect("copy probe");
     put(&guards.join("words.txt"), "x\n");
-    project.config("[[guardrail]]\nname = \"probe\"\nsource = \"guards/probe.wasm\"\nevents = [\"PreToolUse\"]\nmatcher = \"Read\"\ndata = [\"guards/words.txt\"]\n");
+    project.reconfigure("[[guardrail]]\nname = \"probe\"\nsource = \"guards/probe.wasm\"\nevents = [\"PreToolUse\"]\nmatcher = \"Read\"\ndata = [\"guards/words.txt\"]\n");
     assert_protected(&project, &shell(&project, "rm guards/probe.wasm"));
     assert_protected(&project, &shell(&project, "echo y >> guards/words.txt"));
 
     // A person may switch it off; the agent then is judged by the guardrails alone.
-    project.config("[protect]\nenabled = false\n\n[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\n");
+    project.reconfigure("[protect]\nenabled = false\n\n[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\n");
     assert_allowed(&project, &shell(&project, "echo x > .claude/settings.json"));
     let run = project.run(&["check-config"]);
     assert!(run.ok(), "{}", run.stderr());
@@ -356,6 +356,6 @@ fn config_change_cannot_switch_sandrails_hooks_off() {
     assert!(blocked(&run).is_some(), "{}", run.stdout());
 
     // With self-protection off, the change is the user's business.
-    project.config("[protect]\nenabled = false\n");
+    project.reconfigure("[protect]\nenabled = false\n");
     assert_eq!(blocked(&config_change(&project, json!({}))), None);
 }

@@ -17,14 +17,16 @@ fn stamp_answer(project: &Project, transcript: Option<&std::path::Path>) -> Stri
         Some(path) => project
             .hook(&bash_in_turn("sess-stamp", "ls", path))
             .context(),
-        None => project.hook(&bash("sess-stamp", "ls")).context(),
+        // A session reads the transcript its first event named: one without any
+        // is another session.
+        None => project.hook(&bash("sess-stamp-none", "ls")).context(),
     }
 }
 
 #[test]
 fn stamps_belong_to_the_turn_that_made_them() {
     let project = Project::new();
-    project.config(&probe_config(&[(
+    project.reconfigure(&probe_config(&[(
         "probe",
         "[guardrail.config]\naction = \"stamp\"\nkey = \"wrote:report\"\n",
     )]));
@@ -43,7 +45,7 @@ fn stamps_belong_to_the_turn_that_made_them() {
     let mut text = user_line("u-1", "write the report");
     text.push_str(&user_line("u-1", "write the report"));
     std::fs::write(&transcript, text).expect("transcript");
-    project.config(&probe_config(&[(
+    project.reconfigure(&probe_config(&[(
         "probe",
         "[guardrail.config]\naction = \"check-stamp\"\nkey = \"wrote:report\"\n",
     )]));
@@ -51,7 +53,7 @@ fn stamps_belong_to_the_turn_that_made_them() {
         stamp_answer(&project, Some(&transcript)),
         "[probe] now=EarlierTurn"
     );
-    project.config(&probe_config(&[(
+    project.reconfigure(&probe_config(&[(
         "probe",
         "[guardrail.config]\naction = \"check-stamp\"\nkey = \"never\"\n",
     )]));
@@ -61,7 +63,7 @@ fn stamps_belong_to_the_turn_that_made_them() {
     );
 
     // Without a transcript nothing is stamped and the answer is Unknown.
-    project.config(&probe_config(&[(
+    project.reconfigure(&probe_config(&[(
         "probe",
         "[guardrail.config]\naction = \"stamp\"\nkey = \"other\"\n",
     )]));

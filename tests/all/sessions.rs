@@ -185,8 +185,12 @@ fn status_shows_each_rule_and_defaults_to_the_latest_session() {
 fn a_guardrail_switched_off_for_a_session_is_not_run_there() {
     let project = Project::new();
     project.config(&counting(""));
-    let off = project.run(&["guardrail", "off", "counted", "--session", "quiet"]);
-    assert!(off.ok(), "{}", off.stderr());
+    // Only a person at a terminal switches a guardrail off for a running session.
+    let refused = project.run(&["guardrail", "off", "counted", "--session", "quiet"]);
+    assert_eq!(refused.code(), Some(2), "{}", refused.stderr());
+    assert!(refused.stderr().contains("needs a person at a terminal"));
+    let off = project.at_terminal(&["guardrail", "off", "counted", "--session", "quiet"], None);
+    assert!(off.ok(), "{}", off.stdout());
     project.hook(&bash("quiet", "ls")).assert_silent();
     assert_eq!(context(&project.hook(&bash("loud", "ls"))), "[counted/r] 1");
     assert_eq!(

@@ -24,8 +24,6 @@ pub struct Project {
 enum MachineShare {
     Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
     Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
-    /// Another project of a test that already holds its share.
-    Within,
 }
 
 static MACHINE: RwLock<()> = RwLock::new(());
@@ -40,11 +38,6 @@ impl Project {
     pub fn alone() -> Project {
         let share = MachineShare::Alone(MACHINE.write().unwrap_or_else(PoisonError::into_inner));
         Project::with(share)
-    }
-
-    /// A second project for the same test, under the share the test already has.
-    pub fn another(&self) -> Project {
-        Project::with(MachineShare::Within)
     }
 
     fn with(share: MachineShare) -> Project {
@@ -194,7 +187,10 @@ impl Project {
     pub fn at_terminal(&self, args: &[&str], typed: Option<&str>) -> Run {
         use std::io::Read;
         let quote = |word: &str| format!("'{}'", word.replace('\'', "'\\''"));
-        let line: Vec<String> = std::iter::once(BIN).chain(args.iter().copied()).map(quote).collect();
+        let line: Vec<String> = std::iter::once(BIN)
+            .chain(args.iter().copied())
+            .map(quote)
+            .collect();
         let mut child = self
             .command(Command::new("script"))
             .args(["-q", "-e", "-c", &line.join(" "), "/dev/null"])
@@ -227,12 +223,15 @@ impl Project {
             if let Some(status) = child.try_wait().expect("poll script") {
                 break status;
             }
-            let text = String::from_utf8_lossy(
-                &printed.lock().unwrap_or_else(PoisonError::into_inner),
-            )
-            .into_owned();
+            let text =
+                String::from_utf8_lossy(&printed.lock().unwrap_or_else(PoisonError::into_inner))
+                    .into_owned();
             if !answered && let Some(prompt) = text.rfind(" to confirm: ") {
-                let code = text[..prompt].rsplit(' ').next().unwrap_or_default().to_owned();
+                let code = text[..prompt]
+                    .rsplit(' ')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
                 let answer = typed.map_or(code, str::to_owned);
                 stdin
                     .write_all(format!("{answer}\n").as_bytes())
@@ -247,7 +246,10 @@ impl Project {
         };
         drop(stdin);
         let _ = reader.join();
-        let printed = printed.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let printed = printed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         Run(Output {
             status,
             stdout: printed,

@@ -85,7 +85,12 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
                 if std::path::Path::new(&grant.written) == grant.path.as_path() {
                     writeln!(out, "  data     {}", grant.written)?;
                 } else {
-                    writeln!(out, "  data     {} ({})", grant.written, grant.path.display())?;
+                    writeln!(
+                        out,
+                        "  data     {} ({})",
+                        grant.written,
+                        grant.path.display()
+                    )?;
                 }
             }
             for (what, flags) in [

@@ -23,7 +23,9 @@ pub fn confirm(command: &str, what: &str) -> Result<(), ExitCode> {
         return Err(ExitCode::from(NOT_A_PERSON));
     }
     let Some(code) = challenge() else {
-        eprintln!("sandrail: the system gave no random bytes for the confirmation code; nothing was changed");
+        eprintln!(
+            "sandrail: the system gave no random bytes for the confirmation code; nothing was changed"
+        );
         return Err(ExitCode::FAILURE);
     };
     print!("This {what}. Type {code} to confirm: ");

@@ -22,6 +22,15 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
         None => Vec::new(),
     };
     let off = lifecycle::switched_off(&state, &session);
+    let policy = sandrail::policy::session_record(&state, &session).map(|record| {
+        json!({
+            "id": record.policy.id(),
+            "config": record.policy.origin(),
+            "held": record.held,
+            "differs": record.seen.differs,
+            "changes": record.seen.changes,
+        })
+    });
     let last_access = lifecycle::last_access(&state, &session);
     let mut guardrails = Vec::new();
     for g in &config.guardrails {
@@ -56,6 +65,7 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
             "session": session,
             "last_access": last_access.map(clock::rfc3339),
             "config": config.origin.to_string(),
+            "policy": policy,
             "guardrails": guardrails,
         });
         writeln!(out, "{status}")?;
@@ -67,6 +77,37 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
         None => writeln!(out, "not seen in this state directory")?,
     }
     writeln!(out, "config {}", config.origin)?;
+    if let Some(policy) = &policy {
+        writeln!(
+            out,
+            "policy {} ({}), kept since the session started",
+            policy["id"].as_str().unwrap_or_default(),
+            policy["config"].as_str().unwrap_or_default()
+        )?;
+        let list = |key: &str| -> Vec<String> {
+            policy[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.as_str().map(str::to_owned))
+                .collect()
+        };
+        if policy["differs"].is_string() {
+            writeln!(
+                out,
+                "  the policy on disk differs: {}",
+                list("changes").join("; ")
+            )?;
+        }
+        let held = list("held");
+        if !held.is_empty() {
+            writeln!(
+                out,
+                "  held at the start (not accepted for this project): {}",
+                held.join("; ")
+            )?;
+        }
+    }
     for g in &guardrails {
         let enabled = if g["enabled"] == true {
             "on"

@@ -132,7 +132,6 @@ pub(super) fn settle(
     input: &HookInput,
     turn: Option<&transcript::Turn>,
     config: &Config,
-    session_transcript: Option<&str>,
 ) {
     let Some(t) = txn.as_mut() else {
         if !decision.refusals.is_empty() {
@@ -149,9 +148,7 @@ pub(super) fn settle(
     let seen = crate::cycle::StopSeen {
         turn,
         chained: stop_hook_active,
-        transcript_len: refused
-            .then(|| transcript_len(input, session_transcript))
-            .flatten(),
+        transcript_len: refused.then(|| transcript_len(input)).flatten(),
     };
     let settled = crate::cycle::settle_stop(t, refused, seen, config.max_refused_stops);
     match settled {
@@ -178,15 +175,9 @@ pub(super) fn settle(
     }
 }
 
-/// The size of the transcript a Stop names, if it is its session's: a Stop that
-/// names another (a forged payload pointing at a file of its own) has none.
-fn transcript_len(input: &HookInput, session_transcript: Option<&str>) -> Option<u64> {
+/// The size of the session's transcript (the hook reads a Stop against the
+/// session's own, whatever the payload names).
+fn transcript_len(input: &HookInput) -> Option<u64> {
     let path = input.transcript_path.as_deref()?;
-    if session_transcript.is_some_and(|pinned| pinned != path) {
-        eprintln!(
-            "sandrail: this Stop names the transcript {path}, not its session's; it does not count toward settings.max_refused_stops"
-        );
-        return None;
-    }
     std::fs::metadata(path).ok().map(|m| m.len())
 }

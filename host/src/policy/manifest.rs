@@ -39,7 +39,9 @@ pub struct Manifest {
 #[serde(rename_all = "lowercase")]
 pub enum ConfigRef {
     /// The embedded default of the binary whose text hashed to this.
-    Embedded { sha256: String },
+    Embedded {
+        sha256: String,
+    },
     File(FileRef),
 }
 
@@ -241,11 +243,11 @@ pub fn capture(located: &Located, blobs: Option<&Blobs>) -> Captured {
     for guardrail in &mut config.guardrails {
         if let Source::File(path) = &guardrail.source {
             look(path);
-            let content = match crate::files::read_regular(path, crate::runtime::MAX_COMPONENT_BYTES)
-            {
-                Ok(bytes) => keep(&bytes),
-                Err(e) => Content::Unreadable(e.to_string()),
-            };
+            let content =
+                match crate::files::read_regular(path, crate::runtime::MAX_COMPONENT_BYTES) {
+                    Ok(bytes) => keep(&bytes),
+                    Err(e) => Content::Unreadable(e.to_string()),
+                };
             if blobs.is_some() {
                 guardrail.frozen = Some(frozen(blobs, &content));
             }
@@ -253,11 +255,11 @@ pub fn capture(located: &Located, blobs: Option<&Blobs>) -> Captured {
         }
         for grant in &mut guardrail.data {
             look(&grant.path);
-            let content = match crate::files::read_regular(&grant.path, crate::runtime::MAX_DATA_BYTES)
-            {
-                Ok(bytes) => keep(&bytes),
-                Err(e) => Content::Unreadable(e.to_string()),
-            };
+            let content =
+                match crate::files::read_regular(&grant.path, crate::runtime::MAX_DATA_BYTES) {
+                    Ok(bytes) => keep(&bytes),
+                    Err(e) => Content::Unreadable(e.to_string()),
+                };
             if blobs.is_some() {
                 grant.frozen = Some(frozen(blobs, &content));
             }

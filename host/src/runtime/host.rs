@@ -251,9 +251,9 @@ impl data::Host for HostState {
         };
         // What the session's policy holds, when a snapshot is in force.
         let bytes = match &grant.frozen {
-            Some(frozen) => frozen
-                .read(MAX_DATA_BYTES)
-                .map_err(|e| data::DataError::Unreadable(format!("{}: {e}", grant.path.display())))?,
+            Some(frozen) => frozen.read(MAX_DATA_BYTES).map_err(|e| {
+                data::DataError::Unreadable(format!("{}: {e}", grant.path.display()))
+            })?,
             None => crate::files::read_regular(&grant.path, MAX_DATA_BYTES)
                 .map_err(|e| data::DataError::Unreadable(e.to_string()))?,
         };

@@ -1,0 +1,351 @@
+//! The policy in force cannot be loosened by the agent: a session keeps the policy
+//! it started with whatever happens to the files, a new session takes a change
+//! only when it adds guardrails, and only a person at a terminal accepts anything
+//! else (`sandrail trust`) or loosens a running session.
+
+use serde_json::Value;
+
+use crate::support::*;
+
+const BUDGET_3: &str = r#"[[guardrail]]
+name = "destructive-commands"
+source = "builtin:destructive-commands"
+events = ["PreToolUse"]
+matcher = "Bash"
+
+[[guardrail]]
+name = "budget"
+source = "builtin:session-budget"
+events = ["PreToolUse"]
+matcher = "Write"
+[guardrail.config]
+limit = 3
+"#;
+
+/// What the person was told (`systemMessage`), if anything.
+fn told(run: &Run) -> String {
+    if run.stdout().trim().is_empty() {
+        return String::new();
+    }
+    run.answer()["systemMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn force_push_refused(run: &Run) -> bool {
+    run.deny_reason()
+        .is_some_and(|r| r.contains("force-push") || r.contains("force push"))
+}
+
+#[test]
+fn touching_a_config_or_a_lock_mid_session_changes_nothing() {
+    let project = Project::new();
+    // The embedded default is in force: a force push is refused.
+    assert!(force_push_refused(
+        &project.hook(&bash("s1", "git push --force"))
+    ));
+    // An empty sandrail.toml appears (`touch sandrail.toml`).
+    project.config("");
+    let run = project.hook(&bash("s1", "git push --force"));
+    assert!(force_push_refused(&run), "{}", run.stderr());
+    let said = told(&run);
+    assert!(
+        said.contains("changed since this session started") && said.contains("no guardrails"),
+        "{said}"
+    );
+    // Said once per change, not on every event.
+    let run = project.hook(&bash("s1", "git push --force"));
+    assert!(force_push_refused(&run));
+    assert!(!told(&run).contains("changed since"), "{}", told(&run));
+    // A lock appears too (`touch sandrail.lock`): nothing stops running.
+    std::fs::write(project.dir().join("sandrail.lock"), "").expect("touch lock");
+    let run = project.hook(&bash("s1", "git push --force"));
+    assert!(force_push_refused(&run), "{}", run.stderr());
+
+    // The next session does not take it either, and the person is told how to.
+    let run = project.hook(&bash("s2", "git push --force"));
+    assert!(force_push_refused(&run), "{}", run.stderr());
+    let said = told(&run);
+    assert!(
+        said.contains("is not the one accepted for this project")
+            && said.contains("sandrail trust"),
+        "{said}"
+    );
+    // The agent cannot accept it: `trust` without a terminal changes nothing.
+    let trust = project.run(&["trust"]);
+    assert_eq!(trust.code(), Some(2), "{}", trust.stderr());
+    assert!(
+        trust.stderr().contains("needs a person at a terminal"),
+        "{}",
+        trust.stderr()
+    );
+    assert!(force_push_refused(
+        &project.hook(&bash("s3", "git push --force"))
+    ));
+    // A wrong code at the terminal changes nothing either.
+    let wrong = project.at_terminal(&["trust"], Some("nope"));
+    assert_eq!(wrong.code(), Some(1), "{}", wrong.stdout());
+    assert!(force_push_refused(
+        &project.hook(&bash("s4", "git push --force"))
+    ));
+}
+
+#[test]
+fn a_rewritten_config_mid_session_keeps_the_limit_and_the_refusals() {
+    let project = Project::new();
+    project.config(BUDGET_3);
+    for n in 1..=3 {
+        project
+            .hook(&write("s1", &format!("/home/dev/project/{n}.rs")))
+            .code();
+    }
+    // The agent raises the limit from 3 to 300000 and drops the force-push rule.
+    project.config(
+        &BUDGET_3
+            .replace("limit = 3", "limit = 300000")
+            .replace("builtin:destructive-commands", "builtin:session-budget"),
+    );
+    let run = project.hook(&write("s1", "/home/dev/project/4.rs"));
+    assert!(
+        run.deny_reason()
+            .is_some_and(|r| r.contains("budget of 3 file edits")),
+        "limit 3 stays 3: {} / {}",
+        run.stdout(),
+        run.stderr()
+    );
+    assert!(
+        told(&run).contains("guardrail 'budget' changed"),
+        "{}",
+        told(&run)
+    );
+    assert!(force_push_refused(
+        &project.hook(&bash("s1", "git push --force"))
+    ));
+    // Deleted outright: the same.
+    std::fs::remove_file(project.dir().join("sandrail.toml")).expect("rm");
+    assert!(
+        project
+            .hook(&write("s1", "/home/dev/project/5.rs"))
+            .deny_reason()
+            .is_some_and(|r| r.contains("budget of 3"))
+    );
+
+    // A new session holds to the accepted policy too.
+    project.config(&BUDGET_3.replace("limit = 3", "limit = 300000"));
+    let run = project.hook(&bash("s2", "git push --force"));
+    assert!(force_push_refused(&run));
+    assert!(
+        run.stderr()
+            .contains("guardrail 'budget' changed: `config`"),
+        "{}",
+        run.stderr()
+    );
+    for n in 1..=3 {
+        project
+            .hook(&write("s2", &format!("/home/dev/project/{n}.rs")))
+            .code();
+    }
+    assert!(
+        project
+            .hook(&write("s2", "/home/dev/project/4.rs"))
+            .deny_reason()
+            .is_some_and(|r| r.contains("budget of 3"))
+    );
+
+    // A person accepts it: the running session takes it from its next event.
+    let trust = project.trust();
+    assert!(
+        trust
+            .stdout()
+            .contains("guardrail 'budget' changed: `config`")
+            && trust.stdout().contains("1 running session(s)")
+            || trust.stdout().contains("running session(s)"),
+        "{}",
+        trust.stdout()
+    );
+    let run = project.hook(&write("s2", "/home/dev/project/5.rs"));
+    assert!(
+        run.stdout().trim().is_empty() || run.deny_reason().is_none(),
+        "the limit a person raised: {}",
+        run.stdout()
+    );
+}
+
+#[test]
+fn a_pure_addition_is_taken_by_the_next_session() {
+    let project = Project::new();
+    project.config(BUDGET_3);
+    assert!(force_push_refused(
+        &project.hook(&bash("s1", "git push --force"))
+    ));
+    project.config(&format!(
+        "{BUDGET_3}\n[[guardrail]]\nname = \"counter\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n[guardrail.config]\naction = \"count\"\n"
+    ));
+    // Not in the running session...
+    let run = project.hook(&bash("s1", "ls"));
+    assert!(
+        told(&run).contains("New sessions take it"),
+        "{}",
+        told(&run)
+    );
+    assert!(!run.stdout().contains("[counter]"), "{}", run.stdout());
+    // ...in the next, without a word.
+    let run = project.hook(&bash("s2", "ls"));
+    assert_eq!(run.context(), "[counter] n=1");
+    assert_eq!(told(&run), "");
+}
+
+#[test]
+fn a_replaced_component_or_data_file_runs_as_the_session_started_with_it() {
+    let project = Project::new();
+    let guards = project.dir().join("guards");
+    std::fs::create_dir_all(&guards).expect("dir");
+    let component = guards.join("probe.wasm");
+    std::fs::copy(PROBE, &component).expect("copy");
+    // dotforge's no-destructive-git, as a data grant dotforge reads on each event.
+    let behavior = guards.join("no-force.yaml");
+    let rules = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/data/dotforge/behaviors/no-destructive-git/behavior.yaml"),
+    )
+    .expect("behavior");
+    std::fs::write(&behavior, &rules).expect("data");
+    project.config(
+        "[[guardrail]]\nname = \"no-force\"\nsource = \"builtin:dotforge\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\ndata = [\"guards/no-force.yaml\"]\n[guardrail.config]\nbehavior = \"guards/no-force.yaml\"\n\n\
+         [[guardrail]]\nname = \"probe\"\nsource = \"guards/probe.wasm\"\nevents = [\"PreToolUse\"]\n[guardrail.config]\naction = \"note\"\nvalue = \"probe judged\"\n",
+    );
+    let run = project.hook(&bash("s1", "git push --force"));
+    assert!(
+        run.deny_reason()
+            .is_some_and(|r| r.starts_with("[no-force/")),
+        "{} {}",
+        run.stdout(),
+        run.stderr()
+    );
+    // The behavior loses its trigger and the component is replaced, on disk.
+    std::fs::write(
+        &behavior,
+        rules
+            .replace("reset\\s+--hard", "nothing")
+            .replace("push", "nothing"),
+    )
+    .expect("data");
+    std::fs::write(&component, b"\0asm\x01\0\0\0").expect("replace");
+    let run = project.hook(&bash("s1", "git push --force"));
+    assert!(
+        run.deny_reason()
+            .is_some_and(|r| r.starts_with("[no-force/")),
+        "the session's copy of the behavior still refuses: {} {}",
+        run.stdout(),
+        run.stderr()
+    );
+    let said = told(&run);
+    assert!(
+        said.contains("its component's bytes") && said.contains("its data files' contents"),
+        "{said}"
+    );
+    let run = project.hook(&bash("s1", "ls"));
+    assert_eq!(run.context(), "[probe] probe judged", "{}", run.stderr());
+}
+
+#[test]
+fn a_renamed_binary_cannot_switch_a_guardrail_off_or_set_state() {
+    let project = Project::new();
+    project.config(&probe_config(&[(
+        "counter",
+        "[guardrail.config]\naction = \"count\"\n",
+    )]));
+    assert_eq!(project.hook(&bash("s1", "ls")).context(), "[counter] n=1");
+    let renamed = project.root.path().join("sr");
+    std::fs::copy(BIN, &renamed).expect("copy the binary");
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(&renamed)
+            .args(args)
+            .current_dir(project.dir())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", project.root.path())
+            .env("CLAUDE_PROJECT_DIR", project.dir())
+            .env("SANDRAIL_STATE_DIR", project.state_dir())
+            .env("SANDRAIL_CACHE_DIR", project.cache_dir())
+            .output()
+            .expect("run the copy");
+        Run(output)
+    };
+    for args in [
+        &["guardrail", "off", "counter", "--session", "s1"][..],
+        &[
+            "state",
+            "set",
+            "n",
+            "0",
+            "--session",
+            "s1",
+            "--guardrail",
+            "counter",
+        ],
+        &[
+            "state",
+            "delete",
+            "n",
+            "--session",
+            "s1",
+            "--guardrail",
+            "counter",
+        ],
+    ] {
+        let out = run(args);
+        assert_eq!(out.code(), Some(2), "{args:?}: {}", out.stderr());
+        assert!(
+            out.stderr().contains("needs a person at a terminal")
+                && out.stderr().contains("Nothing was changed"),
+            "{args:?}: {}",
+            out.stderr()
+        );
+    }
+    // The guardrail still runs, and its count went on.
+    assert_eq!(project.hook(&bash("s1", "ls")).context(), "[counter] n=2");
+    // `sandrail hook` run through the agent's own tool is refused like the
+    // other commands that change what sandrail holds.
+    let forged = project.hook(&bash("s1", "echo '{}' | sandrail hook"));
+    assert!(
+        forged
+            .deny_reason()
+            .is_some_and(|r| r.contains("sandrail refused `sandrail hook`")),
+        "{}",
+        forged.stdout()
+    );
+}
+
+#[test]
+fn trust_shows_the_difference_and_applies_to_running_sessions() {
+    let project = Project::new();
+    project.config(BUDGET_3);
+    project.hook(&bash("s1", "ls"));
+    project.config(&BUDGET_3.replace("limit = 3", "limit = 5"));
+    let trust = project.trust();
+    let out = trust.stdout();
+    assert!(out.contains("accepted  policy "), "{out}");
+    assert!(out.contains("on disk   policy "), "{out}");
+    assert!(
+        out.contains("guardrail 'budget' changed: `config`"),
+        "{out}"
+    );
+    assert!(out.contains("1 running session(s)"), "{out}");
+    // Again: nothing to do.
+    let again = project.run(&["trust"]);
+    assert!(again.ok(), "{}", again.stderr());
+    assert!(
+        again.stdout().contains("nothing to do"),
+        "{}",
+        again.stdout()
+    );
+    let status: Value = serde_json::from_str(
+        &project
+            .run(&["status", "--session", "s1", "--json"])
+            .stdout(),
+    )
+    .expect("status json");
+    assert_eq!(status["policy"]["differs"], Value::Null, "{status}");
+}
