@@ -11,6 +11,7 @@ pub mod list;
 pub mod overrides;
 pub mod person;
 pub mod pin;
+pub mod protect;
 pub mod receipts;
 pub mod state;
 pub mod status;

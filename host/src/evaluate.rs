@@ -177,6 +177,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             dirs.state.as_deref(),
             &input.session_id,
             config.lock_timeout,
+            &mut decision.alerts,
         ) {
             Ok(begun) => txn = Some(begun),
             Err(failure) => {
@@ -863,19 +864,31 @@ impl NoState {
     }
 }
 
-/// Takes the session's state and begins the event's transaction.
+/// Takes the session's state and begins the event's transaction. A database
+/// that is not what the last committing event left (corrupt, vanished, emptied,
+/// rolled back, replaced) is reported to the person, and its counters are
+/// restored from what the session's receipts recorded.
 fn begin_state(
     dir: Option<&Path>,
     session: &str,
     lock_timeout: Duration,
+    alerts: &mut Vec<String>,
 ) -> Result<StateTxn, NoState> {
     let dir = dir.ok_or(NoState::NoDirectory)?;
     let store = SessionStore::open(dir, session, lock_timeout)?;
+    let mut lost = None;
     if let Some((aside, why)) = store.moved_aside() {
         eprintln!(
             "sandrail: this session's state database was unusable ({why}); it was moved to {} and the session starts afresh",
             aside.display()
         );
+        lost = Some(format!(
+            "it was unusable ({why}) and was moved to {}",
+            aside.display()
+        ));
+    }
+    if let Some(why) = store.tampered() {
+        lost = Some(why.to_owned());
     }
     if crate::debug_logging() {
         eprintln!(
@@ -883,7 +896,43 @@ fn begin_state(
             store.lock_waited().as_secs_f64() * 1000.0
         );
     }
-    Ok(store.begin()?)
+    let mut txn = store.begin()?;
+    if let Some(why) = lost {
+        txn.reseal();
+        let restored = restore_counters(&mut txn, dir, session);
+        let alert = format!(
+            "sandrail: this session's state database is not what its last event left: {why}. {restored} What its guardrails kept in their own keyspaces is lost."
+        );
+        eprintln!("{alert}");
+        alerts.push(alert);
+    }
+    Ok(txn)
+}
+
+/// Puts back the rule counters and levels the session's receipts recorded;
+/// says what was done.
+fn restore_counters(txn: &mut StateTxn, dir: &Path, session: &str) -> String {
+    let counted = match crate::receipts::counted_violations(dir, session) {
+        Ok(counted) => counted,
+        Err(e) => return format!("Its counters cannot be restored: {e}."),
+    };
+    let records: Vec<crate::store::RuleRecord> = counted
+        .into_iter()
+        .map(|c| crate::store::RuleRecord {
+            guardrail: c.guardrail,
+            rule: c.rule,
+            state: crate::store::RuleState {
+                counter: c.counter,
+                level: c.level,
+                ..crate::store::RuleState::default()
+            },
+        })
+        .collect();
+    match txn.inherit_rules(&records) {
+        Ok(0) => "Its receipts record no counted violation to restore.".to_owned(),
+        Ok(n) => format!("The counters and levels of {n} rule(s) were restored from its receipts."),
+        Err(e) => format!("Its counters cannot be restored: {e}."),
+    }
 }
 
 /// The parts of the event every guardrail shares.

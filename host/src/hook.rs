@@ -203,8 +203,18 @@ fn write_receipt(
                 alerts: decision.alerts.clone(),
                 prev: String::new(),
             };
-            match receipts::append(state, receipt) {
-                Ok(_) => return,
+            match receipts::append(state, receipt, config.receipts_to_syslog) {
+                Ok(receipts::Appended::Written(_)) => return,
+                Ok(receipts::Appended::Waiting { holder, kept }) => {
+                    // Not lost: the next event chains it. The person hears why.
+                    let alert = format!(
+                        "sandrail: the receipts file is held by {holder}; this event's receipt waits in {} and the next event chains it",
+                        kept.display()
+                    );
+                    eprintln!("{alert}");
+                    decision.alerts.push(alert);
+                    return;
+                }
                 Err(e) => e.to_string(),
             }
         }

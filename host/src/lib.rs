@@ -10,6 +10,8 @@
 //! - [`facts`]: what the host derives about an event for every guardrail
 //! - [`mandate`]: the mandate file: limits, case layout
 //! - [`policy`]: the policy in force: per-session snapshots, the ratchet
+//! - [`os_sandbox`]: the harness's OS sandbox settings that keep sandrail's paths
+//!   from the agent
 //! - [`shell`]: what a shell command line runs, for the facts
 //! - [`transcript`]: reading the transcript, for the current turn
 //! - [`files`]: reading files named from outside, safely
@@ -40,6 +42,7 @@ pub mod inspect;
 pub mod locations;
 pub mod lock;
 pub mod mandate;
+pub mod os_sandbox;
 pub mod policy;
 pub mod protect;
 pub mod protocol;

@@ -67,7 +67,8 @@ fn trusted(dir: PathBuf, what: &str, repairs: &mut Vec<String>) -> Option<PathBu
             return None;
         }
         let mode = meta.mode() & 0o777;
-        if mode & 0o077 != 0 {
+        // Not a directory: using it fails where it is used, and says so there.
+        if meta.is_dir() && mode & 0o077 != 0 {
             if let Err(e) = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)) {
                 eprintln!(
                     "sandrail: the {what} {} can be reached by other users (mode {mode:o}) and cannot be made private ({e}), so it is not used",

@@ -81,6 +81,15 @@ enum Command {
     /// Show how the policy on disk differs from the accepted one, and accept it
     /// (a person at a terminal only).
     Trust,
+    /// Keep sandrail's own paths out of the agent's reach with the harness's OS
+    /// sandbox and permission rules, merged into the project's settings.
+    Protect {
+        #[arg(long, value_enum)]
+        harness: commands::protect::Harness,
+        /// Print the settings it would write, and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Import rules from another tool into the config in force.
     #[command(subcommand)]
     Import(Import),
@@ -98,6 +107,10 @@ enum Command {
         /// Check that no receipt was edited, inserted or removed (exit 1 if one was).
         #[arg(long)]
         verify: bool,
+        /// With --verify: also compare the file with this capture of the system log
+        /// (`journalctl -t sandrail -o cat`), receipt by receipt.
+        #[arg(long, requires = "verify", value_name = "LOG")]
+        against: Option<std::path::PathBuf>,
     },
     /// Print the override trail: soft_blocks a person let through.
     Overrides {
@@ -177,6 +190,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::CheckConfig => commands::check_config::run(),
         Command::Pin => commands::pin::run(),
         Command::Trust => commands::trust::run(),
+        Command::Protect { harness, dry_run } => commands::protect::run(harness, dry_run),
         Command::Inspect { component, json } => commands::inspect::run(&component, json),
         Command::Audit { json } => commands::audit::run(json),
         Command::Receipts {
@@ -184,13 +198,16 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             since,
             json,
             verify,
+            against,
         } => commands::receipts::run(
             commands::receipts::Filter {
                 session: session.as_deref(),
                 since: since.as_deref(),
             },
             json,
-            verify,
+            verify.then_some(commands::receipts::Verify {
+                against: against.as_deref(),
+            }),
         ),
         Command::Facts { session } => commands::facts::run(session),
         Command::State(cmd) => commands::state::run(cmd),

@@ -11,11 +11,14 @@
 //! each reads only the file's last line to chain to it, so a receipt costs the
 //! same however long the file has grown.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+
+pub mod anchor;
 
 /// The receipts file's name in the state directory.
 pub const FILE: &str = "receipts.jsonl";
@@ -33,8 +36,6 @@ pub enum ReceiptError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot write the receipt to {0}: another process held it for 2 s")]
-    Busy(PathBuf),
     #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,
@@ -104,7 +105,7 @@ pub struct Trace {
 /// One line of the receipts file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Receipt {
-    /// Unique across files and machines: a hash of the line's place and content.
+    /// Unique across files and machines, fixed before the receipt is chained.
     pub id: String,
     /// Its position in this file's chain, from 1.
     pub seq: u64,
@@ -145,62 +146,204 @@ pub fn path(state_dir: &Path) -> PathBuf {
     state_dir.join(FILE)
 }
 
-/// Appends `receipt` (its `seq`, `prev` and `id` are filled in here) to the
-/// state directory's receipts, under an exclusive lock.
-pub fn append(state_dir: &Path, mut receipt: Receipt) -> Result<Receipt, ReceiptError> {
+/// What became of a receipt.
+#[derive(Debug)]
+pub enum Appended {
+    /// Chained into the file.
+    Written(Receipt),
+    /// Kept to be chained by the next event that can write the file, because
+    /// another process held it: the holder, and where the receipt waits.
+    Waiting { holder: String, kept: PathBuf },
+}
+
+/// Where the receipts that waited are kept until an event chains them.
+const WAITING_DIR: &str = "receipts.waiting";
+
+/// Appends `receipt` (its `seq` and `prev` are filled in here, and its `id` when
+/// empty) to the state directory's receipts, under an exclusive lock; with
+/// `to_syslog`, the line goes to the system log too (see [`anchor`]).
+///
+/// The lock cannot keep an event from its receipt: held by something that is
+/// not sandrail at work, or past the wait, the receipt is kept aside (and
+/// logged at once) and the next event that gets the lock chains it, saying so.
+pub fn append(
+    state_dir: &Path,
+    mut receipt: Receipt,
+    to_syslog: bool,
+) -> Result<Appended, ReceiptError> {
     let path = path(state_dir);
     let io = |source| ReceiptError::Io {
         path: path.clone(),
         source,
     };
     crate::locations::create_private_dir(state_dir).map_err(io)?;
+    if receipt.id.is_empty() {
+        receipt.id = new_id(&receipt);
+    }
     let mut file = open_for_append(&path).map_err(io)?;
     let started = Instant::now();
     loop {
         match file.try_lock() {
             Ok(()) => break,
-            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < LOCK_WAIT => {
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let holder = crate::holders::of(&path);
+                let hopeless = holder.as_ref().is_some_and(|h| h.never_lets_go());
+                if hopeless || started.elapsed() >= LOCK_WAIT {
+                    let holder = holder.map_or_else(
+                        || "a process the system does not name".to_owned(),
+                        |h| h.to_string(),
+                    );
+                    return keep_waiting(state_dir, receipt, holder, to_syslog);
+                }
                 std::thread::sleep(Duration::from_millis(2));
             }
-            Err(std::fs::TryLockError::WouldBlock) => return Err(ReceiptError::Busy(path)),
             Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
         }
     }
-    let (last, ends_with_newline) = last_line(&mut file).map_err(io)?;
-    match &last {
-        Some(line) => {
-            receipt.prev = crate::sha256_hex(line);
-            receipt.seq = serde_json::from_slice::<Receipt>(line)
-                .map_or(0, |r| r.seq)
-                .saturating_add(1)
-                .max(1);
-        }
-        None => {
-            receipt.prev = GENESIS.to_owned();
-            receipt.seq = 1;
-        }
+    let mut chain = Chain::of(&mut file).map_err(io)?;
+    let late = chain_waiting(state_dir, &mut chain, &mut file, to_syslog).map_err(io)?;
+    if late > 0 {
+        receipt.alerts.push(format!(
+            "sandrail: {late} receipt(s) of earlier events were chained late: the receipts file had been held"
+        ));
     }
-    receipt.id = crate::sha256_hex(
+    chain.add(&mut file, &mut receipt, to_syslog).map_err(io)?;
+    Ok(Appended::Written(receipt))
+}
+
+/// A receipt's id: unique across files and machines, fixed before it is
+/// chained (a receipt that waits keeps it).
+fn new_id(receipt: &Receipt) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    crate::sha256_hex(
         format!(
-            "{}:{}:{}:{}",
-            receipt.prev,
+            "{}:{}:{}:{}:{nanos}",
             receipt.time,
             receipt.session,
+            receipt.event,
             std::process::id()
         )
         .as_bytes(),
     )[..24]
-        .to_owned();
-    let mut line = Vec::with_capacity(1024);
-    if last.is_some() && !ends_with_newline {
-        // The last write was cut short: end it, and chain to what it left.
-        line.push(b'\n');
+        .to_owned()
+}
+
+/// Keeps a receipt aside until an event can chain it, and logs it at once.
+fn keep_waiting(
+    state_dir: &Path,
+    mut receipt: Receipt,
+    holder: String,
+    to_syslog: bool,
+) -> Result<Appended, ReceiptError> {
+    let dir = state_dir.join(WAITING_DIR);
+    let io = |source| ReceiptError::Io {
+        path: dir.clone(),
+        source,
+    };
+    receipt.seq = 0;
+    receipt.prev = String::new();
+    let line = serde_json::to_vec(&receipt).map_err(|e| io(e.into()))?;
+    crate::locations::create_private_dir(&dir).map_err(io)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let kept = dir.join(format!("{nanos:032}-{}.json", std::process::id()));
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
+    tmp.write_all(&line).map_err(io)?;
+    tmp.persist(&kept).map_err(|e| io(e.error))?;
+    if to_syslog {
+        anchor::send(&line, crate::clock::now());
     }
-    serde_json::to_writer(&mut line, &receipt).map_err(|e| io(e.into()))?;
-    line.push(b'\n');
-    // One write of the whole line: an O_APPEND write is not interleaved.
-    file.write_all(&line).map_err(io)?;
-    Ok(receipt)
+    Ok(Appended::Waiting { holder, kept })
+}
+
+/// Chains the receipts that waited, oldest first; returns how many.
+fn chain_waiting(
+    state_dir: &Path,
+    chain: &mut Chain,
+    file: &mut std::fs::File,
+    to_syslog: bool,
+) -> std::io::Result<usize> {
+    let dir = state_dir.join(WAITING_DIR);
+    let mut waiting: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    waiting.sort();
+    let mut chained = 0;
+    for kept in waiting {
+        let Ok(bytes) = crate::files::read_regular(&kept, 1 << 20) else {
+            continue;
+        };
+        if let Ok(mut receipt) = serde_json::from_slice::<Receipt>(&bytes) {
+            chain.add(file, &mut receipt, to_syslog)?;
+            chained += 1;
+        }
+        std::fs::remove_file(&kept)?;
+    }
+    Ok(chained)
+}
+
+/// Where the file's chain ends, while this process holds its lock.
+struct Chain {
+    /// The hash of the last line (the genesis hash for an empty file).
+    prev: String,
+    seq: u64,
+    /// The last write was cut short, so the next line starts with a newline.
+    torn: bool,
+}
+
+impl Chain {
+    fn of(file: &mut std::fs::File) -> std::io::Result<Chain> {
+        let (last, ends_with_newline) = last_line(file)?;
+        Ok(match &last {
+            Some(line) => Chain {
+                prev: crate::sha256_hex(line),
+                seq: serde_json::from_slice::<Receipt>(line).map_or(0, |r| r.seq),
+                torn: !ends_with_newline,
+            },
+            None => Chain {
+                prev: GENESIS.to_owned(),
+                seq: 0,
+                torn: false,
+            },
+        })
+    }
+
+    /// Chains `receipt` and writes its line (and logs it).
+    fn add(
+        &mut self,
+        file: &mut std::fs::File,
+        receipt: &mut Receipt,
+        to_syslog: bool,
+    ) -> std::io::Result<()> {
+        receipt.prev = self.prev.clone();
+        receipt.seq = self.seq.saturating_add(1).max(1);
+        let body = serde_json::to_vec(&*receipt)?;
+        let mut line = Vec::with_capacity(body.len() + 2);
+        if self.torn {
+            // The last write was cut short: end it, and chain to what it left.
+            line.push(b'\n');
+        }
+        line.extend_from_slice(&body);
+        line.push(b'\n');
+        // One write of the whole line: an O_APPEND write is not interleaved.
+        file.write_all(&line)?;
+        if to_syslog {
+            anchor::send(&body, crate::clock::now());
+        }
+        self.prev = crate::sha256_hex(&body);
+        self.seq = receipt.seq;
+        self.torn = false;
+        Ok(())
+    }
 }
 
 fn open_for_append(path: &Path) -> std::io::Result<std::fs::File> {
@@ -260,12 +403,71 @@ pub fn read_all(state_dir: &Path) -> Result<Vec<Line>, ReceiptError> {
         .collect())
 }
 
+/// Every line that holds a receipt, as written, with the receipt.
+pub fn chained(state_dir: &Path) -> Result<Vec<(String, Receipt)>, ReceiptError> {
+    let path = path(state_dir);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(ReceiptError::Read { path, source }),
+    };
+    Ok(lines(&bytes)
+        .filter_map(|line| {
+            let receipt = serde_json::from_slice::<Receipt>(line).ok()?;
+            Some((String::from_utf8_lossy(line).into_owned(), receipt))
+        })
+        .collect())
+}
+
 fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     bytes
         .strip_suffix(b"\n")
         .unwrap_or(bytes)
         .split(|&b| b == b'\n')
         .filter(|_| !bytes.is_empty())
+}
+
+/// A rule's violations as a session's receipts recorded them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counted {
+    pub guardrail: String,
+    pub rule: String,
+    /// Violations counted: those that came to an escalation level.
+    pub counter: u64,
+    /// The highest level they came to.
+    pub level: crate::escalation::Level,
+}
+
+/// What a session's receipts say its rules' counters were: each violation that
+/// came to a level counted once, the level the highest reached. What a rule
+/// counted while no receipt could be written is not in it.
+pub fn counted_violations(state_dir: &Path, session: &str) -> Result<Vec<Counted>, ReceiptError> {
+    let mut counted: BTreeMap<(String, String), Counted> = BTreeMap::new();
+    for (_, receipt) in read_all(state_dir)? {
+        let Ok(receipt) = receipt else { continue };
+        if receipt.session != session {
+            continue;
+        }
+        for run in receipt.guardrails {
+            let (Some(rule), Some(level)) = (run.rule, run.level) else {
+                continue;
+            };
+            let Some(level) = crate::escalation::Level::from_name(&level) else {
+                continue;
+            };
+            let entry = counted
+                .entry((run.name.clone(), rule.clone()))
+                .or_insert(Counted {
+                    guardrail: run.name,
+                    rule,
+                    counter: 0,
+                    level,
+                });
+            entry.counter += 1;
+            entry.level = entry.level.max(level);
+        }
+    }
+    Ok(counted.into_values().collect())
 }
 
 /// How the chain stands.
@@ -344,11 +546,43 @@ mod tests {
         }
     }
 
+    fn written(appended: Result<Appended, ReceiptError>) -> Receipt {
+        match appended.expect("append") {
+            Appended::Written(receipt) => receipt,
+            Appended::Waiting { holder, .. } => panic!("waited for {holder}"),
+        }
+    }
+
+    #[test]
+    fn a_held_file_keeps_the_receipt_for_the_next_event() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        written(append(dir.path(), receipt("a"), false));
+        // A lock held elsewhere in this process: sandrail at work, waited for,
+        // then the receipt is kept aside.
+        let held = std::fs::File::open(path(dir.path())).expect("open");
+        held.lock().expect("lock");
+        let started = Instant::now();
+        let kept = append(dir.path(), receipt("b"), false).expect("kept");
+        assert!(matches!(kept, Appended::Waiting { .. }), "{kept:?}");
+        assert!(started.elapsed() >= LOCK_WAIT);
+        drop(held);
+        let next = written(append(dir.path(), receipt("c"), false));
+        assert_eq!(next.seq, 3);
+        assert!(next.alerts[0].contains("1 receipt(s) of earlier events were chained late"));
+        let all = read_all(dir.path()).expect("read");
+        let sessions: Vec<String> = all
+            .into_iter()
+            .map(|(_, r)| r.expect("receipt").session)
+            .collect();
+        assert_eq!(sessions, ["a", "b", "c"]);
+        assert!(verify(dir.path()).expect("verify").breaks.is_empty());
+    }
+
     #[test]
     fn appends_chain_and_verify_finds_an_edit() {
         let dir = tempfile::tempdir().expect("tempdir");
         for i in 0..5 {
-            let written = append(dir.path(), receipt(&format!("s{i}"))).expect("append");
+            let written = written(append(dir.path(), receipt(&format!("s{i}")), false));
             assert_eq!(written.seq, i + 1);
         }
         let verified = verify(dir.path()).expect("verify");
@@ -372,15 +606,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut long = receipt("s");
         long.session = "x".repeat(40_000);
-        append(dir.path(), long).expect("append");
-        assert_eq!(append(dir.path(), receipt("t")).expect("append").seq, 2);
+        written(append(dir.path(), long, false));
+        assert_eq!(written(append(dir.path(), receipt("t"), false)).seq, 2);
         let file = path(dir.path());
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(&file)
             .expect("open");
         f.write_all(b"{\"torn").expect("tear");
-        let after = append(dir.path(), receipt("u")).expect("append");
+        let after = written(append(dir.path(), receipt("u"), false));
         assert_eq!(after.prev, crate::sha256_hex(b"{\"torn"));
         let verified = verify(dir.path()).expect("verify");
         assert_eq!(verified.receipts, 3);

@@ -50,6 +50,9 @@ const META: TableDefinition<&str, &str> = TableDefinition::new("meta");
 const FACTS: TableDefinition<&str, &str> = TableDefinition::new("facts");
 const FACTS_SESSION: &str = "session";
 const META_SESSION: &str = "session_id";
+/// How many events committed to the database: sealed in the lock file too, so
+/// a database emptied, rolled back or replaced between events is recognised.
+const META_COMMITS: &str = "commits";
 
 /// Longest key a guardrail may use, in bytes.
 pub const MAX_KEY_BYTES: usize = 1024;
@@ -192,6 +195,39 @@ fn is_corrupt(error: &redb::DatabaseError) -> bool {
     }
 }
 
+/// Why a database does not match the seal of `sealed` commits, if it does not.
+fn unsealed(db: &Database, session: &str, sealed: u64, existed: bool) -> Option<String> {
+    let (commits, owner) = db
+        .begin_read()
+        .ok()
+        .and_then(|txn| txn.open_table(META).ok())
+        .map(|meta| {
+            let read = |key| meta.get(key).ok().flatten().map(|v| v.value().to_owned());
+            (
+                read(META_COMMITS)
+                    .and_then(|c| c.parse::<u64>().ok())
+                    .unwrap_or(0),
+                read(META_SESSION),
+            )
+        })
+        .unwrap_or((0, None));
+    if owner.as_deref().is_some_and(|owner| owner != session) {
+        return Some("it was replaced by another session's database".to_owned());
+    }
+    if sealed == 0 || commits >= sealed {
+        return None;
+    }
+    Some(if !existed {
+        format!("it vanished after {sealed} commit(s)")
+    } else if commits == 0 {
+        format!("it was emptied or replaced: it holds none of the {sealed} commit(s) made")
+    } else {
+        format!(
+            "it was rolled back or replaced by an older copy: it holds {commits} of the {sealed} commit(s) made"
+        )
+    })
+}
+
 /// One session's state, held by this process until dropped.
 pub struct SessionStore {
     db: Database,
@@ -199,6 +235,9 @@ pub struct SessionStore {
     lock: SessionLock,
     /// Where a corrupt database was moved, and what was wrong with it.
     moved_aside: Option<(PathBuf, String)>,
+    /// What became of the database between events, when it is not what the last
+    /// committing event left.
+    tampered: Option<String>,
 }
 
 impl SessionStore {
@@ -217,6 +256,7 @@ impl SessionStore {
             path: files.database.clone(),
             source,
         };
+        let existed = files.database.is_file();
         // Created owner-only before redb initialises it, as the directory is.
         crate::locations::open_private_file(&files.database).map_err(|e| open_error(e.into()))?;
         let mut moved_aside = None;
@@ -237,12 +277,22 @@ impl SessionStore {
             }
             Err(e) => return Err(open_error(e)),
         };
+        let tampered = lock
+            .seal()
+            .and_then(|sealed| unsealed(&db, session, sealed, existed));
         Ok(SessionStore {
             db,
             session: session.to_owned(),
             lock,
             moved_aside,
+            tampered,
         })
+    }
+
+    /// What became of the database since the last committing event, if it is
+    /// not what that event left: vanished, emptied, rolled back or replaced.
+    pub fn tampered(&self) -> Option<&str> {
+        self.tampered.as_deref()
     }
 
     /// Like [`SessionStore::open`], for reading: `None`, creating nothing, when the
@@ -375,22 +425,35 @@ pub struct StateTxn {
 impl StateTxn {
     /// Makes the event's writes durable, if it made any, and releases the session.
     pub fn commit(self) -> Result<(), StoreError> {
-        if self.dirty {
-            {
-                let mut meta = self.txn.open_table(META)?;
-                if meta.get(META_SESSION)?.is_none() {
-                    meta.insert(META_SESSION, self.session.as_str())?;
-                }
-            }
-            self.txn.commit()?;
-        } else {
+        if !self.dirty {
             self.txn.abort()?;
+            return Ok(());
         }
+        let commits = {
+            let mut meta = self.txn.open_table(META)?;
+            meta.insert(META_SESSION, self.session.as_str())?;
+            let before = meta
+                .get(META_COMMITS)?
+                .and_then(|v| v.value().parse::<u64>().ok())
+                .unwrap_or(0);
+            let commits = before.saturating_add(1);
+            meta.insert(META_COMMITS, commits.to_string().as_str())?;
+            commits
+        };
+        self.txn.commit()?;
+        // Best effort: without it the next event checks nothing, as before.
+        let _ = self._lock.set_seal(commits);
         Ok(())
     }
 
     fn get(&self, guardrail: &str, key: &str) -> Result<Option<String>, StoreError> {
         value_of(&self.txn.open_table(ENTRIES)?, guardrail, key)
+    }
+
+    /// Commits this event even if it writes nothing else, sealing the database
+    /// as it now is: a database found tampered with is reported once.
+    pub fn reseal(&mut self) {
+        self.dirty = true;
     }
 
     /// The session's counters and last case, as they stand before this event.

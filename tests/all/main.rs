@@ -21,6 +21,7 @@ mod inspect;
 mod integrity;
 mod isolation;
 mod limits;
+mod os_sandbox;
 mod protect;
 mod receipts;
 mod sdk;

@@ -292,3 +292,188 @@ fn a_limit_reached_is_in_the_receipt() {
         "{receipt}"
     );
 }
+
+/// Rewrites the receipts file as an agent would: the refusals dropped, the lines
+/// after them given their `seq` and `prev` again, so the chain alone holds.
+fn rechain_without_denies(project: &Project) {
+    let text = std::fs::read_to_string(receipts_file(project)).expect("receipts");
+    let mut prev = "0".repeat(64);
+    let mut rewritten = String::new();
+    let mut seq = 0;
+    for line in text.lines() {
+        let mut receipt: Value = serde_json::from_str(line).expect("json");
+        if receipt["decision"] == "deny" {
+            continue;
+        }
+        seq += 1;
+        let line = if receipt["seq"] == json!(seq) && receipt["prev"] == json!(prev) {
+            line.to_owned()
+        } else {
+            receipt["seq"] = json!(seq);
+            receipt["prev"] = json!(prev);
+            serde_json::to_string(&receipt).expect("json")
+        };
+        prev = sandrail::sha256_hex(line.as_bytes());
+        rewritten.push_str(&line);
+        rewritten.push('\n');
+    }
+    std::fs::write(receipts_file(project), rewritten).expect("rewrite");
+}
+
+#[test]
+fn a_rechained_receipts_file_is_caught_against_the_system_log() {
+    let project = Project::new();
+    project.hook(&bash("sess-anchor", "ls -la")).assert_silent();
+    assert!(
+        project
+            .hook(&bash("sess-anchor", "git push --force origin main"))
+            .deny_reason()
+            .is_some()
+    );
+    project.hook(&bash("sess-anchor", "ls")).assert_silent();
+    let capture = project.root.path().join("journal.txt");
+    std::fs::write(&capture, project.syslog()).expect("capture");
+    let capture = capture.to_str().expect("utf-8 path");
+    let agreed = project.run(&["receipts", "--verify", "--against", capture]);
+    assert!(agreed.ok(), "{}{}", agreed.stdout(), agreed.stderr());
+    assert!(
+        agreed
+            .stdout()
+            .contains("the file agrees with the 3 receipts the log holds"),
+        "{}",
+        agreed.stdout()
+    );
+
+    rechain_without_denies(&project);
+    // The chain alone cannot tell.
+    let chain = project.run(&["receipts", "--verify"]);
+    assert!(chain.ok(), "{}", chain.stderr());
+    assert!(
+        chain.stdout().contains("chain intact"),
+        "{}",
+        chain.stdout()
+    );
+    // The log can.
+    let caught = project.run(&["receipts", "--verify", "--against", capture]);
+    assert_eq!(caught.code(), Some(1), "{}", caught.stdout());
+    let out = caught.stdout();
+    assert!(
+        out.contains("differs seq 2: the file's receipt differs from the one logged: altered"),
+        "{out}"
+    );
+    assert!(
+        out.contains("differs seq 3: in the log but not in the file: dropped"),
+        "{out}"
+    );
+    assert!(
+        caught.stderr().contains("disagree in 2 place(s)"),
+        "{}",
+        caught.stderr()
+    );
+    // A line forged into the log for the rewritten seq 2 does not cover it up.
+    let forged = std::fs::read_to_string(receipts_file(&project))
+        .expect("receipts")
+        .lines()
+        .nth(1)
+        .map(|l| format!("<14>Dec  1 09:14:02 sandrail[1]: {l}\n"))
+        .expect("line 2");
+    std::fs::write(
+        project.root.path().join("journal.txt"),
+        format!("{}{forged}", project.syslog()),
+    )
+    .expect("capture");
+    let caught = project.run(&["receipts", "--verify", "--against", capture]);
+    assert_eq!(caught.code(), Some(1));
+    assert!(
+        caught
+            .stdout()
+            .contains("seq 2: the log holds 2 different receipts under it"),
+        "{}",
+        caught.stdout()
+    );
+}
+
+#[test]
+fn a_held_receipts_file_keeps_no_event_from_its_receipt() {
+    let project = Project::new();
+    project.hook(&bash("sess-held-r", "ls")).assert_silent();
+    // `-o`: only flock holds the lock, so killing it lets go.
+    let mut flock = std::process::Command::new("flock")
+        .arg("-o")
+        .arg(receipts_file(&project))
+        .args(["sleep", "30"])
+        .spawn()
+        .expect("flock (util-linux)");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let run = project.hook(&bash("sess-held-r", "git push --force origin main"));
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(1500),
+        "not a sandrail process: no waiting"
+    );
+    assert!(run.deny_reason().is_some(), "the refusal stands");
+    let said = run.answer()["systemMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        said.contains("the receipts file is held by pid")
+            && said.contains("not a sandrail process")
+            && said.contains("the next event chains it"),
+        "{said}"
+    );
+    assert_eq!(receipts(&project).len(), 1, "not in the file yet");
+    let _ = flock.kill();
+    let _ = flock.wait();
+    project.hook(&bash("sess-held-r", "ls")).assert_silent();
+    let all = receipts(&project);
+    let decisions: Vec<&str> = all.iter().filter_map(|r| r["decision"].as_str()).collect();
+    assert_eq!(
+        decisions,
+        ["allow", "deny", "allow"],
+        "the deny chained late"
+    );
+    assert!(
+        all[2]["alerts"][0]
+            .as_str()
+            .is_some_and(|a| a.contains("1 receipt(s) of earlier events were chained late")),
+        "{}",
+        all[2]
+    );
+    assert!(project.run(&["receipts", "--verify"]).ok());
+    // The log had it the moment it was made, and it reached the file.
+    let capture = project.root.path().join("journal.txt");
+    std::fs::write(&capture, project.syslog()).expect("capture");
+    let agreed = project.run(&[
+        "receipts",
+        "--verify",
+        "--against",
+        capture.to_str().expect("utf-8 path"),
+    ]);
+    assert!(agreed.ok(), "{}{}", agreed.stdout(), agreed.stderr());
+}
+
+#[test]
+fn an_unreachable_system_log_is_a_stderr_line_never_a_refusal() {
+    let project = Project::new();
+    let mut cmd = project.cmd();
+    cmd.env(
+        "SANDRAIL_SYSLOG_SOCKET",
+        project.root.path().join("no-such.sock"),
+    );
+    let run = project.hook_with(cmd, &bash("sess-nolog", "ls"));
+    run.assert_silent();
+    assert!(
+        run.stderr().contains("the system log cannot be reached"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(receipts(&project).len(), 1);
+    // Switched off, nothing goes to the log.
+    project.config("[receipts]\nsyslog = false\n[[guardrail]]\nname = \"git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\n");
+    let quiet = Project::new();
+    quiet.config("[receipts]\nsyslog = false\n[[guardrail]]\nname = \"git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\n");
+    quiet.hook(&bash("sess-nolog", "ls")).assert_silent();
+    assert_eq!(receipts(&quiet).len(), 1);
+    assert_eq!(quiet.syslog(), "");
+}

@@ -12,10 +12,56 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_sandrail");
 /// The test guardrail; its `config.action` picks what it does.
 pub const PROBE: &str = env!("SANDRAIL_TEST_GUARDRAIL_PROBE");
 
-/// One scratch project: a temp dir holding the project, the state and the cache.
+/// One scratch project: a temp dir holding the project, the state and the cache,
+/// and a system log of its own that receipts go to.
 pub struct Project {
     pub root: tempfile::TempDir,
+    syslog: Syslog,
     _machine: MachineShare,
+}
+
+/// A datagram socket standing in for `/dev/log`, and what it received.
+struct Syslog {
+    path: PathBuf,
+    received: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Syslog {
+    fn listen(path: PathBuf) -> Syslog {
+        let socket = std::os::unix::net::UnixDatagram::bind(&path).expect("bind the syslog socket");
+        socket
+            .set_read_timeout(Some(std::time::Duration::from_millis(50)))
+            .expect("timeout");
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        {
+            let received = received.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 20];
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Ok(n) = socket.recv(&mut buf) {
+                        received
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(String::from_utf8_lossy(&buf[..n]).into_owned());
+                    }
+                }
+            });
+        }
+        Syslog {
+            path,
+            received,
+            stop,
+        }
+    }
+}
+
+impl Drop for Syslog {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// How a test shares the machine. Guardrails run under wall-clock deadlines, so a
@@ -43,8 +89,10 @@ impl Project {
     fn with(share: MachineShare) -> Project {
         let root = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir_all(root.path().join("project")).expect("project dir");
+        let syslog = Syslog::listen(root.path().join("syslog.sock"));
         Project {
             root,
+            syslog,
             _machine: share,
         }
     }
@@ -97,6 +145,11 @@ impl Project {
         self.command(sh)
     }
 
+    /// `cmd` with this project's directory and environment.
+    pub fn with_env(&self, cmd: Command) -> Command {
+        self.command(cmd)
+    }
+
     fn command(&self, mut cmd: Command) -> Command {
         cmd.current_dir(self.dir())
             .env_clear()
@@ -104,8 +157,22 @@ impl Project {
             .env("HOME", self.root.path())
             .env("CLAUDE_PROJECT_DIR", self.dir())
             .env("SANDRAIL_STATE_DIR", self.state_dir())
-            .env("SANDRAIL_CACHE_DIR", self.cache_dir());
+            .env("SANDRAIL_CACHE_DIR", self.cache_dir())
+            .env("SANDRAIL_SYSLOG_SOCKET", &self.syslog.path);
         cmd
+    }
+
+    /// What the project's system log received so far, one message a line.
+    pub fn syslog(&self) -> String {
+        // Datagrams sent before a hook exited may still be on their way.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        self.syslog
+            .received
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|m| format!("{m}\n"))
+            .collect()
     }
 
     /// Runs `sandrail hook` with `payload` on stdin.

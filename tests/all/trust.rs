@@ -349,3 +349,73 @@ fn trust_shows_the_difference_and_applies_to_running_sessions() {
     .expect("status json");
     assert_eq!(status["policy"]["differs"], Value::Null, "{status}");
 }
+
+/// Force pushes nudge twice, then refuse from the third in a session.
+const ESCALATING: &str = r#"[[guardrail]]
+name = "git"
+source = "builtin:no-destructive-git"
+events = ["PreToolUse"]
+matcher = "Bash"
+[guardrail.enforcement]
+default_level = "nudge"
+escalation = [{ after = 3, level = "hard_block" }]
+"#;
+
+#[test]
+fn a_truncated_vanished_or_replaced_database_is_reported_and_its_counters_restored() {
+    let project = Project::new();
+    project.config(ESCALATING);
+    let push = |session: &str| project.hook(&bash(session, "git push --force origin main"));
+    for _ in 0..2 {
+        let (said, _) = push("s1").told();
+        assert_eq!(said, "context", "a nudge");
+    }
+    // Truncated to nothing: the next force push would be the first again.
+    let db = project.session_db("s1");
+    std::fs::write(&db, b"").expect("truncate");
+    let run = push("s1");
+    assert!(
+        run.deny_reason().is_some_and(|r| r.contains("force-push")),
+        "counted from the receipts, the third refuses: {} {}",
+        run.stdout(),
+        run.stderr()
+    );
+    let said = told(&run);
+    assert!(
+        said.contains("not what its last event left")
+            && said.contains("it was emptied or replaced")
+            && said.contains("restored from its receipts"),
+        "{said}"
+    );
+    let receipts =
+        std::fs::read_to_string(project.state_dir().join("receipts.jsonl")).expect("receipts");
+    assert!(
+        receipts
+            .lines()
+            .last()
+            .is_some_and(|l| l.contains("emptied or replaced")),
+        "{receipts}"
+    );
+    // Deleted outright, the same.
+    std::fs::remove_file(&db).expect("rm");
+    let run = push("s1");
+    assert!(run.deny_reason().is_some());
+    assert!(told(&run).contains("it vanished after"), "{}", told(&run));
+    // Another session's database put in its place.
+    push("s2");
+    std::fs::copy(project.session_db("s2"), &db).expect("swap");
+    let run = push("s1");
+    assert!(run.deny_reason().is_some(), "{}", run.stderr());
+    assert!(
+        told(&run).contains("replaced by another session's database"),
+        "{}",
+        told(&run)
+    );
+    // Left alone, it is said no more.
+    let run = push("s1");
+    assert!(
+        !told(&run).contains("not what its last event left"),
+        "{}",
+        told(&run)
+    );
+}

@@ -14,11 +14,25 @@ pub struct Filter<'a> {
     pub since: Option<&'a str>,
 }
 
-pub fn run(filter: Filter<'_>, as_json: bool, verify: bool) -> anyhow::Result<ExitCode> {
+/// What to check the receipts against, beyond their own chain.
+pub struct Verify<'a> {
+    /// A capture of the system log the receipts also went to.
+    pub against: Option<&'a std::path::Path>,
+}
+
+pub fn run(
+    filter: Filter<'_>,
+    as_json: bool,
+    verify: Option<Verify<'_>>,
+) -> anyhow::Result<ExitCode> {
     let state = locations::state_dir()
         .context("no state directory (set SANDRAIL_STATE_DIR or HOME): there are no receipts")?;
-    if verify {
-        return verify_chain(&state);
+    if let Some(verify) = verify {
+        let chain = verify_chain(&state)?;
+        return match verify.against {
+            Some(log) => against(&state, log, chain),
+            None => Ok(chain),
+        };
     }
     let since = filter.since.map(since_seconds).transpose()?;
     let mut out = std::io::stdout().lock();
@@ -109,12 +123,56 @@ fn verify_chain(state: &std::path::Path) -> anyhow::Result<ExitCode> {
         );
         Ok(ExitCode::SUCCESS)
     } else {
-        bail!(
-            "{}: the chain is broken in {} place(s) among {} receipts",
+        eprintln!(
+            "sandrail: {}: the chain is broken in {} place(s) among {} receipts",
             path.display(),
             verified.breaks.len(),
             verified.receipts
-        )
+        );
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// Compares the receipts file with a capture of the system log: a file an agent
+/// rewrote and chained again passes its own check, not this one.
+fn against(
+    state: &std::path::Path,
+    log: &std::path::Path,
+    chain: ExitCode,
+) -> anyhow::Result<ExitCode> {
+    let text = receipts::anchor::read(log)
+        .with_context(|| format!("cannot read the log capture {}", log.display()))?;
+    let file = receipts::chained(state)?;
+    let compared = receipts::anchor::compare(&file, &text);
+    if compared.logged == 0 {
+        bail!(
+            "{} holds no sandrail receipts; capture the log with `journalctl -t sandrail _UID=$(id -u) -o cat` (or grep `sandrail[` from the syslog file)",
+            log.display()
+        );
+    }
+    for finding in &compared.findings {
+        println!("differs {finding}");
+    }
+    if compared.older > 0 {
+        println!(
+            "note    {} receipt(s) older than the log's first were not compared",
+            compared.older
+        );
+    }
+    if compared.findings.is_empty() {
+        println!(
+            "{}: the file agrees with the {} receipts the log holds",
+            log.display(),
+            compared.logged
+        );
+        Ok(chain)
+    } else {
+        eprintln!(
+            "sandrail: the receipts file and {} disagree in {} place(s): receipts were dropped, altered or added after they were logged",
+            log.display(),
+            compared.findings.len()
+        );
+        Ok(ExitCode::FAILURE)
     }
 }
 

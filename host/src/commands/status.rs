@@ -22,6 +22,29 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
         None => Vec::new(),
     };
     let off = lifecycle::switched_off(&state, &session);
+    let sandbox = super::project_dir().map(|project| {
+        let home = locations::home();
+        let cache = locations::cache_dir();
+        let binary = std::env::current_exe().ok();
+        let places = sandrail::os_sandbox::Places {
+            project: &project,
+            home: home.as_deref(),
+            state: Some(&state),
+            cache: cache.as_deref(),
+            binary: binary.as_deref(),
+        };
+        let configs = sandrail::os_sandbox::configs_of(&project, Some(&state));
+        let kept = sandrail::os_sandbox::kept_paths(&configs.iter().collect::<Vec<_>>(), &places);
+        let (deny, rules) = sandrail::os_sandbox::claude_entries(&kept, &places);
+        let standing = sandrail::os_sandbox::standing(&project, &deny, &rules);
+        json!({
+            "harness": "claude",
+            "in_force": standing.in_force(),
+            "enabled": standing.enabled,
+            "no_escape": standing.no_escape,
+            "missing": standing.missing,
+        })
+    });
     let policy = sandrail::policy::session_record(&state, &session).map(|record| {
         json!({
             "id": record.policy.id(),
@@ -66,6 +89,7 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
             "last_access": last_access.map(clock::rfc3339),
             "config": config.origin.to_string(),
             "policy": policy,
+            "os_sandbox": sandbox,
             "guardrails": guardrails,
         });
         writeln!(out, "{status}")?;
@@ -105,6 +129,27 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
                 out,
                 "  held at the start (not accepted for this project): {}",
                 held.join("; ")
+            )?;
+        }
+    }
+    if let Some(sandbox) = &sandbox {
+        if sandbox["in_force"] == true {
+            writeln!(
+                out,
+                "os sandbox: in force (Claude Code's Bash sandbox and Edit rules keep sandrail's paths from the agent)"
+            )?;
+        } else {
+            let missing = sandbox["missing"].as_array().map_or(0, Vec::len);
+            let why = if sandbox["enabled"] != true {
+                "the Bash sandbox is off".to_owned()
+            } else if sandbox["no_escape"] != true {
+                "single commands may leave the sandbox".to_owned()
+            } else {
+                format!("{missing} entries are missing")
+            };
+            writeln!(
+                out,
+                "os sandbox: not in force ({why}); run `sandrail protect --harness claude`"
             )?;
         }
     }

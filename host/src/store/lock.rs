@@ -70,7 +70,33 @@ impl SessionLock {
     pub fn waited(&self) -> Duration {
         self.waited
     }
+
+    /// The seal the last committing event left in the lock file: how many
+    /// commits the session's database had then. `None` before any.
+    pub fn seal(&self) -> Option<u64> {
+        use std::io::{Read, Seek};
+        let mut file = &self._file;
+        let mut text = String::new();
+        file.seek(std::io::SeekFrom::Start(0)).ok()?;
+        file.take(64).read_to_string(&mut text).ok()?;
+        text.strip_prefix(SEAL_PREFIX)?.trim().parse().ok()
+    }
+
+    /// Leaves the seal for the next event: the database holds `commits` commits.
+    /// The file's modification time (the session's last access) is kept.
+    pub fn set_seal(&self, commits: u64) -> std::io::Result<()> {
+        use std::io::{Seek, Write};
+        let accessed = self._file.metadata()?.modified()?;
+        let mut file = &self._file;
+        file.seek(std::io::SeekFrom::Start(0))?;
+        file.write_all(format!("{SEAL_PREFIX}{commits}\n").as_bytes())?;
+        self._file.set_len(file.stream_position()?)?;
+        self._file.set_modified(accessed)
+    }
 }
+
+/// How a seal starts in the lock file.
+const SEAL_PREFIX: &str = "sandrail-seal ";
 
 /// Past the timeout: a sandrail process still at work is contention; anything
 /// else holding the lock — another program, a stopped or hidden process, a
@@ -171,6 +197,23 @@ mod tests {
         // The abandoned waiter takes the lock and lets it go at once.
         let again = SessionLock::acquire(&path, Duration::from_secs(2));
         assert!(again.is_ok());
+    }
+
+    #[test]
+    fn the_seal_is_kept_and_the_access_time_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.lock");
+        let lock = SessionLock::acquire(&path, Duration::from_secs(1)).unwrap();
+        assert_eq!(lock.seal(), None);
+        let at = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        std::fs::File::open(&path)
+            .unwrap()
+            .set_modified(at)
+            .unwrap();
+        lock.set_seal(12).unwrap();
+        lock.set_seal(7).unwrap();
+        assert_eq!(lock.seal(), Some(7));
+        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), at);
     }
 
     #[test]

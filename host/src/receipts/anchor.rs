@@ -1,0 +1,274 @@
+//! Receipts anchored outside their file: each one also goes to the system log,
+//! and `sandrail receipts --verify --against LOG` compares the file with what the
+//! log kept.
+//!
+//! An agent running as the same user can rewrite the receipts file and chain it
+//! again so that `--verify` finds nothing; it cannot take back what the system
+//! log already holds (journald's files are not the user's to write). The message
+//! is the receipt's line exactly as the file holds it, so comparing is comparing
+//! bytes. A receipt still waiting for the file (its lock was held) is logged at
+//! once with seq 0, and must turn up in the file later.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::Receipt;
+
+/// The datagram socket the system log listens on (journald reads it too).
+const DEV_LOG: &str = "/dev/log";
+/// `user.info`: the facility and severity of a receipt.
+const PRIORITY: u8 = 14;
+/// The tag receipts are logged under.
+pub const TAG: &str = "sandrail";
+
+/// Where receipts are logged: `SANDRAIL_SYSLOG_SOCKET`, else `/dev/log`.
+pub fn socket() -> PathBuf {
+    std::env::var_os("SANDRAIL_SYSLOG_SOCKET")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(DEV_LOG), PathBuf::from)
+}
+
+/// Logs one receipt line. A log that cannot be reached is one stderr line, never
+/// a refusal: the receipt is in its file either way.
+pub fn send(line: &[u8], time: u64) {
+    #[cfg(unix)]
+    {
+        let socket = socket();
+        let mut message = format!(
+            "<{PRIORITY}>{} {TAG}[{}]: ",
+            timestamp(time),
+            std::process::id()
+        )
+        .into_bytes();
+        message.extend_from_slice(line);
+        let sent = std::os::unix::net::UnixDatagram::unbound().and_then(|s| {
+            s.set_nonblocking(true)?;
+            s.send_to(&message, &socket)
+        });
+        if let Err(e) = sent {
+            eprintln!(
+                "sandrail: the system log cannot be reached ({}: {e}); this receipt is kept in its file only",
+                socket.display()
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (line, time);
+    }
+}
+
+/// RFC 3164's `Mmm dd hh:mm:ss`, in UTC.
+fn timestamp(time: u64) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let text = crate::clock::rfc3339(time);
+    // 2026-12-01T09:14:02Z
+    let month = text
+        .get(5..7)
+        .and_then(|m| m.parse::<usize>().ok())
+        .and_then(|m| MONTHS.get(m.wrapping_sub(1)))
+        .copied()
+        .unwrap_or("Jan");
+    let day: u32 = text.get(8..10).and_then(|d| d.parse().ok()).unwrap_or(1);
+    let clock = text.get(11..19).unwrap_or("00:00:00");
+    format!("{month} {day:>2} {clock}")
+}
+
+/// One receipt as a log holds it.
+#[derive(Debug, Clone)]
+struct Logged {
+    line: String,
+    receipt: Receipt,
+}
+
+/// The receipts a log holds: lines of journalctl's or syslog's output (`-o cat`,
+/// the default short format, `-o json`, or raw datagrams), one message a line.
+/// Lines that hold no receipt are skipped.
+fn read_log(text: &str) -> Vec<Logged> {
+    text.lines()
+        .filter_map(|line| {
+            let message = message_of(line)?;
+            let receipt = serde_json::from_str::<Receipt>(&message).ok()?;
+            Some(Logged {
+                line: message,
+                receipt,
+            })
+        })
+        .collect()
+}
+
+/// The message of one log line: the JSON after `sandrail[PID]: `, or the line
+/// itself, or journalctl's `-o json` MESSAGE.
+fn message_of(line: &str) -> Option<String> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(line) {
+        if let Some(message) = fields.get("MESSAGE").and_then(|m| m.as_str()) {
+            return Some(message.to_owned());
+        }
+        return Some(line.to_owned());
+    }
+    let tagged = format!("{TAG}[");
+    let at = line.find(&tagged)?;
+    let rest = &line[at..];
+    let start = rest.find("]: ")? + 3;
+    Some(rest[start..].to_owned())
+}
+
+/// How the receipts file stands against a log.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Compared {
+    /// Receipts the log holds.
+    pub logged: usize,
+    /// What disagrees, each in a sentence naming the receipt's seq.
+    pub findings: Vec<String>,
+    /// Receipts older than the log's first: not compared.
+    pub older: usize,
+}
+
+/// Compares the receipts file's lines (`file`: the line, and the receipt it
+/// holds) with the receipts in `log`: each one dropped, altered or added is
+/// reported by its seq.
+pub fn compare(file: &[(String, Receipt)], log: &str) -> Compared {
+    let logged = read_log(log);
+    let mut out = Compared {
+        logged: logged.len(),
+        ..Compared::default()
+    };
+    let mut by_seq: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+    let mut waiting = Vec::new();
+    for entry in &logged {
+        if entry.receipt.seq == 0 {
+            waiting.push(entry);
+        } else {
+            by_seq
+                .entry(entry.receipt.seq)
+                .or_default()
+                .insert(entry.line.clone());
+        }
+    }
+    let in_file: BTreeMap<u64, &String> = file.iter().map(|(line, r)| (r.seq, line)).collect();
+    let first_logged = by_seq.keys().next().copied();
+    for (seq, lines) in &by_seq {
+        if lines.len() > 1 {
+            out.findings.push(format!(
+                "seq {seq}: the log holds {} different receipts under it; one was written to the log by something other than sandrail",
+                lines.len()
+            ));
+        }
+        match in_file.get(seq) {
+            None => out.findings.push(format!(
+                "seq {seq}: in the log but not in the file: dropped"
+            )),
+            Some(line) if !lines.contains(*line) => out.findings.push(format!(
+                "seq {seq}: the file's receipt differs from the one logged: altered"
+            )),
+            Some(_) => {}
+        }
+    }
+    for seq in in_file.keys() {
+        match first_logged {
+            Some(first) if *seq < first => out.older += 1,
+            None => out.older += 1,
+            Some(_) if !by_seq.contains_key(seq) => out.findings.push(format!(
+                "seq {seq}: in the file but not in the log: added (or written while the log could not be reached)"
+            )),
+            Some(_) => {}
+        }
+    }
+    let ids: BTreeSet<&str> = file.iter().map(|(_, r)| r.id.as_str()).collect();
+    for entry in waiting {
+        if !ids.contains(entry.receipt.id.as_str()) {
+            out.findings.push(format!(
+                "the receipt {} ({} {} of session {}) was logged while it waited for the file, and never reached it: dropped",
+                entry.receipt.id, entry.receipt.time, entry.receipt.event, entry.receipt.session
+            ));
+        }
+    }
+    out
+}
+
+/// Reads a log capture for [`compare`].
+pub fn read(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receipt(seq: u64, decision: &str) -> (String, Receipt) {
+        let receipt = Receipt {
+            id: format!("id{seq}"),
+            seq,
+            time: "2026-12-01T00:00:00Z".into(),
+            session: "s".into(),
+            event: "PreToolUse".into(),
+            tool: None,
+            input_sha256: None,
+            guardrails: Vec::new(),
+            decision: decision.into(),
+            observed: None,
+            gate: super::super::Gate::Enforce,
+            released: false,
+            policy: None,
+            alerts: Vec::new(),
+            prev: String::new(),
+        };
+        (serde_json::to_string(&receipt).expect("json"), receipt)
+    }
+
+    #[test]
+    fn every_form_of_log_line_is_read() {
+        let (line, _) = receipt(1, "deny");
+        for form in [
+            format!("<14>Dec  1 09:14:02 sandrail[42]: {line}"),
+            format!("Dec 01 09:14:02 host sandrail[42]: {line}"),
+            format!("2026-12-01T09:14:02.1+00:00 host sandrail[42]: {line}"),
+            line.clone(),
+            serde_json::json!({"MESSAGE": line, "SYSLOG_IDENTIFIER": "sandrail"}).to_string(),
+        ] {
+            assert_eq!(read_log(&form).len(), 1, "{form}");
+            assert_eq!(read_log(&form)[0].line, line);
+        }
+        assert!(read_log("Dec 01 09:14:02 host sshd[1]: Accepted").is_empty());
+    }
+
+    #[test]
+    fn a_rechained_file_is_caught_by_seq() {
+        let logged: Vec<_> = (1..=4)
+            .map(|n| receipt(n, if n == 2 { "deny" } else { "allow" }))
+            .collect();
+        let log: String = logged
+            .iter()
+            .map(|(l, _)| format!("<14>Dec  1 09:14:02 sandrail[42]: {l}\n"))
+            .collect();
+        assert!(compare(&logged, &log).findings.is_empty());
+        // The deny dropped, the rest renumbered.
+        let rewritten: Vec<_> = [1, 3, 4]
+            .iter()
+            .enumerate()
+            .map(|(i, _)| receipt(i as u64 + 1, "allow"))
+            .collect();
+        let found = compare(&rewritten, &log).findings;
+        assert!(
+            found
+                .iter()
+                .any(|f| f.starts_with("seq 2:") && f.contains("altered")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|f| f.starts_with("seq 4:") && f.contains("dropped")),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn the_timestamp_is_rfc_3164() {
+        assert_eq!(timestamp(1_776_000_000), "Apr 12 13:20:00");
+    }
+}
