@@ -40,6 +40,9 @@ fn main() {
     let cold_runs = (runs / 10).max(5);
     let scratch = tempfile::tempdir().expect("temp dir");
     let dir = scratch.path();
+    // Receipts go to a system log, as on a machine with journald: a socket that
+    // is read, so each hook pays for its datagram as it would there.
+    let _syslog = listen_as_syslog(&dir.join("syslog.sock"));
     let transcript = dir.join("session.jsonl");
     write_transcript(&transcript);
     let pre_tool_use = |tool_name: &str, tool_input: serde_json::Value| {
@@ -413,6 +416,26 @@ struct Waits {
     max: Duration,
 }
 
+/// Where the benchmark's hooks log receipts.
+static SYSLOG: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Binds a datagram socket at `path` and reads it on a thread of its own.
+fn listen_as_syslog(path: &Path) -> std::os::unix::net::UnixDatagram {
+    let socket = std::os::unix::net::UnixDatagram::bind(path).expect("bind the syslog socket");
+    let reader = socket.try_clone().expect("clone the syslog socket");
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 20];
+        while reader.recv(&mut buf).is_ok() {}
+    });
+    let _ = SYSLOG.set(path.to_path_buf());
+    socket
+}
+
+/// The syslog socket for a hook's environment.
+fn syslog() -> &'static Path {
+    SYSLOG.get().map_or(Path::new("/dev/log"), |p| p.as_path())
+}
+
 /// Starts one hook per payload, all at once, in `project` with state in `state`.
 fn parallel(payloads: &[String], project: &Path, state: &Path, cache: &Path) -> Parallel {
     let started = Instant::now();
@@ -426,6 +449,7 @@ fn parallel(payloads: &[String], project: &Path, state: &Path, cache: &Path) -> 
                 .env("SANDRAIL_CACHE_DIR", cache)
                 .env("CLAUDE_PROJECT_DIR", project)
                 .env("SANDRAIL_LOG", "debug")
+                .env("SANDRAIL_SYSLOG_SOCKET", syslog())
                 .env_remove("SANDRAIL_CONFIG")
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
@@ -576,6 +600,7 @@ fn spawn_sub(
         .env("SANDRAIL_STATE_DIR", state)
         .env("SANDRAIL_CACHE_DIR", cache)
         .env("CLAUDE_PROJECT_DIR", project)
+        .env("SANDRAIL_SYSLOG_SOCKET", syslog())
         .env_remove("SANDRAIL_CONFIG")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

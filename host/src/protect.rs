@@ -306,6 +306,25 @@ pub fn reset_registrations(state: &Path, project: Option<&Path>) {
     }
 }
 
+/// The sandrail registrations remembered for the project's and the user's Claude
+/// Code settings that the files no longer hold: what `sandrail trust` would let
+/// go of.
+pub fn dropped_registrations(state: &Path, project: Option<&Path>) -> Vec<String> {
+    let mut dropped = Vec::new();
+    for file in claude_settings(project) {
+        let Some(known) = remembered(state, &file) else {
+            continue;
+        };
+        let now = read_settings(&file)
+            .map(|settings| registrations(&settings))
+            .unwrap_or_default();
+        for registration in known.difference(&now) {
+            dropped.push(format!("{} ({registration})", file.display()));
+        }
+    }
+    dropped
+}
+
 /// The Claude Code settings files whose registrations are remembered.
 fn claude_settings(project: Option<&Path>) -> Vec<PathBuf> {
     let home = crate::locations::home();

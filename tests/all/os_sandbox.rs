@@ -28,7 +28,9 @@ fn protect_merges_into_the_settings_and_status_says_whether_it_is_in_force() {
     project.hook(&bash("s1", "ls"));
     let status = project.run(&["status", "--session", "s1"]);
     assert!(
-        status.stdout().contains("os sandbox: not in force (the Bash sandbox is off)"),
+        status
+            .stdout()
+            .contains("os sandbox: not in force (the Bash sandbox is off)"),
         "{}",
         status.stdout()
     );
@@ -37,13 +39,20 @@ fn protect_merges_into_the_settings_and_status_says_whether_it_is_in_force() {
     assert!(dry.stdout().contains("\"denyWrite\""), "{}", dry.stdout());
     let untouched: Value =
         serde_json::from_str(&std::fs::read_to_string(&settings).expect("read")).expect("json");
-    assert_eq!(untouched["sandbox"], Value::Null, "--dry-run writes nothing");
+    assert_eq!(
+        untouched["sandbox"],
+        Value::Null,
+        "--dry-run writes nothing"
+    );
 
     let run = project.run(&["protect", "--harness", "claude"]);
     assert!(run.ok(), "{}", run.stderr());
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(&settings).expect("read")).expect("json");
-    assert_eq!(written["hooks"]["Stop"][0]["hooks"][0]["command"], "sandrail hook");
+    assert_eq!(
+        written["hooks"]["Stop"][0]["hooks"][0]["command"],
+        "sandrail hook"
+    );
     assert_eq!(written["permissions"]["allow"][0], "Bash(cargo test:*)");
     assert_eq!(written["sandbox"]["enabled"], true);
     assert_eq!(written["sandbox"]["allowUnsandboxedCommands"], false);
@@ -53,7 +62,12 @@ fn protect_merges_into_the_settings_and_status_says_whether_it_is_in_force() {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    for wanted in ["./sandrail.toml", "./sandrail.lock", "./.sandrail/audit", "~/state"] {
+    for wanted in [
+        "./sandrail.toml",
+        "./sandrail.lock",
+        "./.sandrail/audit",
+        "~/state",
+    ] {
         assert!(deny.contains(&wanted), "{wanted} in {deny:?}");
     }
     let rules = written["permissions"]["deny"].to_string();
@@ -62,7 +76,11 @@ fn protect_merges_into_the_settings_and_status_says_whether_it_is_in_force() {
         "{rules}"
     );
     let again = project.run(&["protect", "--harness", "claude"]);
-    assert!(again.stdout().contains("already keeps"), "{}", again.stdout());
+    assert!(
+        again.stdout().contains("already keeps"),
+        "{}",
+        again.stdout()
+    );
     let status = project.run(&["status", "--session", "s1"]);
     assert!(
         status.stdout().contains("os sandbox: in force"),
@@ -115,9 +133,14 @@ fn sandbox_runtime(project: &Project) -> Option<PathBuf> {
     if said.trim() == "SRT_OK" {
         return Some(srt);
     }
-    let no_namespaces = ["namespace", "CAP_SETFCAP", "Operation not permitted", "ENOSPC"]
-        .iter()
-        .any(|m| said.contains(m));
+    let no_namespaces = [
+        "namespace",
+        "CAP_SETFCAP",
+        "Operation not permitted",
+        "ENOSPC",
+    ]
+    .iter()
+    .any(|m| said.contains(m));
     assert!(no_namespaces, "srt cannot run here: {said}");
     eprintln!("skipped: user namespaces are not available here, so no OS sandbox can run: {said}");
     None
@@ -257,7 +280,10 @@ fn write_spellings_leave_protected_files_unchanged_under_the_sandbox() {
     let settings = root.join("srt.json");
     std::fs::write(
         &settings,
-        srt_settings(&deny_write, &[root.display().to_string(), "/tmp".to_owned()]),
+        srt_settings(
+            &deny_write,
+            &[root.display().to_string(), "/tmp".to_owned()],
+        ),
     )
     .expect("srt settings");
     let scratch = root.join("scratch");
@@ -274,13 +300,20 @@ fn write_spellings_leave_protected_files_unchanged_under_the_sandbox() {
         make_scratch(&control_scratch);
         let control_before = control.snapshot();
         if *spelling == "echo x >> \"$HL\"" {
-            run_bash(&control.project, "ln sandrail.toml \"$HL\"", &control.env(&control_scratch));
+            run_bash(
+                &control.project,
+                "ln sandrail.toml \"$HL\"",
+                &control.env(&control_scratch),
+            );
         }
         run_bash(&control.project, spelling, &control.env(&control_scratch));
         if control.snapshot() != control_before {
             changed_uncontained += 1;
         } else {
-            assert_eq!(*spelling, "ln sandrail.toml \"$HL\"", "{spelling} changes nothing even unsandboxed");
+            assert_eq!(
+                *spelling, "ln sandrail.toml \"$HL\"",
+                "{spelling} changes nothing even unsandboxed"
+            );
         }
         // With it, on the real tree: nothing changes.
         make_scratch(&scratch);
@@ -393,8 +426,16 @@ fn copy_tree(tree: &Tree, root: &Path, to: &Path) -> Tree {
 /// sandrail.toml.
 fn make_scratch(scratch: &Path) {
     std::fs::create_dir_all(scratch.join("t")).expect("scratch");
-    std::fs::write(scratch.join("settings.json"), "{\"disableAllHooks\": true}\n").expect("x");
-    std::fs::write(scratch.join("t/sandrail.toml"), "[protect]\nenabled = false\n").expect("t");
+    std::fs::write(
+        scratch.join("settings.json"),
+        "{\"disableAllHooks\": true}\n",
+    )
+    .expect("x");
+    std::fs::write(
+        scratch.join("t/sandrail.toml"),
+        "[protect]\nenabled = false\n",
+    )
+    .expect("t");
     let status = Command::new("tar")
         .arg("-C")
         .arg(scratch.join("t"))

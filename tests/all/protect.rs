@@ -359,3 +359,49 @@ fn config_change_cannot_switch_sandrails_hooks_off() {
     project.reconfigure("[protect]\nenabled = false\n");
     assert_eq!(blocked(&config_change(&project, json!({}))), None);
 }
+
+/// A ConfigChange the agent forges (`sandrail hook` on a payload of its own,
+/// past the shell analysis) cannot lower what sandrail remembers of the hook
+/// settings: an empty `previous_config` claims nothing was registered, and the
+/// real change that drops sandrail afterwards is still refused.
+#[test]
+fn a_forged_config_change_cannot_lower_the_remembered_registrations() {
+    let project = Project::new();
+    let settings = project.dir().join(".claude/settings.json");
+    put(&settings, &settings_with_sandrail().to_string());
+    project.hook(&payload(
+        "SessionStart",
+        "sess-cc",
+        json!({"cwd": project.dir(), "source": "startup"}),
+    ));
+    // Forged: nothing was registered before, nothing is after.
+    let forged = config_change(
+        &project,
+        json!({"previous_config": {}, "new_config": settings_with_sandrail()}),
+    );
+    assert_eq!(blocked(&forged), None, "{}", forged.stdout());
+    let forged = config_change(
+        &project,
+        json!({"previous_config": {"hooks": {}}, "new_config": {"hooks": {}}}),
+    );
+    assert!(blocked(&forged).is_some(), "{}", forged.stdout());
+    // The real change that drops sandrail's Stop registration.
+    let mut dropped = settings_with_sandrail();
+    dropped["hooks"]
+        .as_object_mut()
+        .expect("hooks")
+        .remove("Stop");
+    put(&settings, &dropped.to_string());
+    let reason = blocked(&config_change(&project, json!({}))).expect("blocked");
+    assert!(reason.contains("Stop|*"), "{reason}");
+    // A forged SessionStart reading the dropped file remembers nothing less.
+    project.hook(&payload(
+        "SessionStart",
+        "sess-cc",
+        json!({"cwd": project.dir(), "source": "startup"}),
+    ));
+    assert!(blocked(&config_change(&project, json!({}))).is_some());
+    // A person who means it accepts what the files hold now.
+    project.trust();
+    assert_eq!(blocked(&config_change(&project, json!({}))), None);
+}

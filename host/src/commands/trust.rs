@@ -40,13 +40,23 @@ pub fn run() -> anyhow::Result<ExitCode> {
         None => println!("accepted  none yet"),
     }
     println!("on disk   policy {} ({})", on_disk.id(), on_disk.origin());
+    let dropped = sandrail::protect::dropped_registrations(&state, Some(&project));
+    if !dropped.is_empty() {
+        println!("\nThe hook settings no longer register sandrail for:");
+        for registration in &dropped {
+            println!("  - {registration}");
+        }
+    }
     if let Some(record) = &accepted {
-        if &record.policy == on_disk {
+        if &record.policy == on_disk && dropped.is_empty() {
             println!("\nThe policy on disk is the one accepted; nothing to do.");
             return Ok(ExitCode::SUCCESS);
         }
-        match policy::compare_with(&record.policy, &captured, &blobs) {
-            Ok(comparison) => {
+        let compared = (&record.policy != on_disk)
+            .then(|| policy::compare_with(&record.policy, &captured, &blobs));
+        match compared {
+            None => {}
+            Some(Ok(comparison)) => {
                 if !comparison.added.is_empty() {
                     println!("\nIt adds: {}", comparison.added.join(", "));
                 }
@@ -60,7 +70,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
                     println!("\nIt differs in comments or layout only.");
                 }
             }
-            Err(why) => println!("\nThe two cannot be compared: {why}"),
+            Some(Err(why)) => println!("\nThe two cannot be compared: {why}"),
         }
     }
     if let Ok(config) = &captured.config
