@@ -25,6 +25,9 @@ const DEFAULT_MEMORY_MIB: u64 = 64;
 const MAX_NAME_LEN: usize = 64;
 const DEFAULT_OVERRIDE_WINDOW_SECONDS: u64 = 60;
 const DEFAULT_SESSION_TTL_HOURS: u64 = 24;
+/// The default session TTL, in seconds: also the shortest the hourly purge of
+/// every project's idle sessions uses, whatever one config says.
+pub const DEFAULT_SESSION_TTL: u64 = DEFAULT_SESSION_TTL_HOURS * 3600;
 /// The one name no guardrail may have.
 const RESERVED_NAME: &str = "sandrail";
 /// The largest config file read.

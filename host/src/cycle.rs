@@ -239,17 +239,19 @@ pub struct StopSeen<'a> {
     pub turn: Option<&'a Turn>,
     /// The harness marks it as following a refused Stop (`stop_hook_active`).
     pub chained: bool,
-    /// The size of the session's transcript; `None` when it cannot be read or
-    /// the Stop names another transcript than its session's.
+    /// The size of the session's transcript; `None` when it cannot be read.
     pub transcript_len: Option<u64>,
+    /// The transcript ends inside a tool call: the Stop comes from within it.
+    pub in_a_tool_call: bool,
 }
 
 /// Settles the cycle after a Stop was judged: an accepted Stop advances the read
 /// mark; a refused one counts, and past `max_refused_stops` in a row is released.
 /// Refusals in a row are those of one turn, or of a chain the harness marks as
 /// such. A refusal counts toward the cap only if the transcript grew since the
-/// one before it: between two real Stops the agent answers the refusal, so
-/// Stops sent again and again from within one tool call use nothing up.
+/// one before it and no tool call is open in it: between two real Stops the
+/// agent answers the refusal, and the harness stops only once the agent's calls
+/// are done, so Stops sent from within tool calls use nothing up.
 pub fn settle_stop(
     txn: &mut StateTxn,
     refused: bool,
@@ -265,6 +267,11 @@ pub fn settle_stop(
     }
     let turn = seen.turn.map(Turn::id);
     let continuing = cycle.refused.count > 0 && (seen.chained || cycle.refused.turn == turn);
+    if seen.in_a_tool_call {
+        return Ok(StopOutcome::NotCounted {
+            count: cycle.refused.count,
+        });
+    }
     if continuing {
         let grown = match (seen.transcript_len, cycle.refused.transcript_len) {
             (Some(now), Some(then)) => now > then,
@@ -323,6 +330,7 @@ mod tests {
             turn: Some(&turn(turn_count)),
             chained: continuing,
             transcript_len: Some(len),
+            in_a_tool_call: false,
         };
         let out = settle_stop(&mut txn, refused, seen, 2).expect("settled");
         txn.commit().expect("commit");

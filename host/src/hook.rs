@@ -201,10 +201,18 @@ fn write_receipt(
                 released: decision.trace.released,
                 policy,
                 alerts: decision.alerts.clone(),
+                late: false,
                 prev: String::new(),
             };
             match receipts::append(state, receipt, config.receipts_to_syslog) {
-                Ok(receipts::Appended::Written(_)) => return,
+                Ok(receipts::Appended::Written { late, .. }) => {
+                    if late > 0 {
+                        decision.alerts.push(format!(
+                            "sandrail: {late} receipt(s) of earlier events were chained late: the receipts file had been held"
+                        ));
+                    }
+                    return;
+                }
                 Ok(receipts::Appended::Waiting { holder, kept }) => {
                     // Not lost: the next event chains it. The person hears why.
                     let alert = format!(
@@ -251,7 +259,11 @@ fn refused(kind: EventKind) -> &'static str {
 fn keep_session(state: &Path, project: Option<&Path>, input: &HookInput, config: &Config) {
     let now = crate::clock::now();
     let _ = lifecycle::touch(state, &input.session_id, now);
-    if let Ok(Some(purged)) = lifecycle::purge_if_due(state, config.session_ttl, now)
+    // The purge forgets every project's idle sessions, so no one config may
+    // shorten it below the default: a config of the agent's (say, a first-seen
+    // one in a directory of its own) would otherwise wipe others' counters.
+    let ttl = config.session_ttl.max(crate::config::DEFAULT_SESSION_TTL);
+    if let Ok(Some(purged)) = lifecycle::purge_if_due(state, ttl, now)
         && crate::debug_logging()
     {
         eprintln!("sandrail: forgot {} idle sessions", purged.sessions);

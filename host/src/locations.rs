@@ -45,9 +45,9 @@ pub fn cache_dir_repaired(repairs: &mut Vec<String>) -> Option<PathBuf> {
 
 /// `dir`, unless it exists and another user owns it: what another user can put
 /// there (a session's state, native code for the engine to run) must not be
-/// taken for sandrail's own. A directory of this user's whose mode was loosened
-/// (`chmod 777`) is made private again, said on stderr and added to `repairs`:
-/// loosening it must not make sandrail stop using it. A directory that does not
+/// taken for sandrail's own. A directory of this user's whose mode was changed
+/// (`chmod 777`, `chmod 000`) is made the user's alone again, said on stderr and
+/// added to `repairs`: changing it must not make sandrail stop using it. A directory that does not
 /// exist yet is created private. Says why on stderr when it refuses one.
 fn trusted(dir: PathBuf, what: &str, repairs: &mut Vec<String>) -> Option<PathBuf> {
     #[cfg(unix)]
@@ -68,7 +68,9 @@ fn trusted(dir: PathBuf, what: &str, repairs: &mut Vec<String>) -> Option<PathBu
         }
         let mode = meta.mode() & 0o777;
         // Not a directory: using it fails where it is used, and says so there.
-        if meta.is_dir() && mode & 0o077 != 0 {
+        // Opened to others, or closed to its owner (`chmod 000`): either way
+        // sandrail would stop using it.
+        if meta.is_dir() && mode != 0o700 && (mode & 0o077 != 0 || mode & 0o700 != 0o700) {
             if let Err(e) = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)) {
                 eprintln!(
                     "sandrail: the {what} {} can be reached by other users (mode {mode:o}) and cannot be made private ({e}), so it is not used",
@@ -77,7 +79,7 @@ fn trusted(dir: PathBuf, what: &str, repairs: &mut Vec<String>) -> Option<PathBu
                 return None;
             }
             let repaired = format!(
-                "sandrail: the {what} {} had been opened to other users (mode {mode:o}); it is the user's alone again (700)",
+                "sandrail: the {what} {} had been given mode {mode:o}; it is the user's alone again (700)",
                 dir.display()
             );
             eprintln!("{repaired}");

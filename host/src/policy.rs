@@ -246,7 +246,7 @@ fn start(
                 keep.origin(),
             ));
             held = changes;
-            keep
+            *keep
         }
         Decision::Default(why) => {
             alerts.push(format!(
@@ -289,7 +289,7 @@ enum Decision {
     Take(&'static str),
     /// Keeps the accepted policy; what the one on disk changes.
     Hold {
-        keep: Manifest,
+        keep: Box<Manifest>,
         changes: Vec<String>,
     },
     /// Nothing accepted yet and this one may not be the first: the embedded
@@ -303,7 +303,7 @@ fn decide(accepted: Option<&ProjectRecord>, captured: &Captured, blobs: &Blobs) 
         Err(why) => {
             return match accepted {
                 Some(accepted) => Decision::Hold {
-                    keep: accepted.policy.clone(),
+                    keep: Box::new(accepted.policy.clone()),
                     changes: vec![format!("it cannot be used: {why}")],
                 },
                 None => Decision::Default(format!("cannot be used ({why})")),
@@ -328,7 +328,7 @@ fn decide(accepted: Option<&ProjectRecord>, captured: &Captured, blobs: &Blobs) 
         )],
     };
     Decision::Hold {
-        keep: accepted.policy.clone(),
+        keep: Box::new(accepted.policy.clone()),
         changes,
     }
 }
@@ -481,6 +481,23 @@ pub fn accepted(state: &Path, project: &Path) -> Option<ProjectRecord> {
 pub fn accepted_config(state: &Path, project: &Path) -> Option<Config> {
     let record = accepted(state, project)?;
     manifest::load(&record.policy, &Blobs::new(state)).ok()
+}
+
+/// The project a person means from `dir`: the nearest enclosing one with an
+/// accepted policy, else the directory of the config found from there, else
+/// `dir` itself. (A terminal has no `CLAUDE_PROJECT_DIR`, and a person may stand
+/// in a subdirectory.)
+pub fn project_for(state: &Path, dir: &Path) -> PathBuf {
+    if let Some(record) = accepted(state, dir) {
+        return record.project;
+    }
+    match Config::locate(Some(dir)) {
+        Ok(Located::File(config)) => config
+            .parent()
+            .filter(|parent| dir.starts_with(parent))
+            .map_or_else(|| dir.to_path_buf(), Path::to_path_buf),
+        _ => dir.to_path_buf(),
+    }
 }
 
 /// Accepts `policy` for `project`: new sessions there start from it.

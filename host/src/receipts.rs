@@ -137,6 +137,10 @@ pub struct Receipt {
     /// record was tampered with, a receipt was late.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alerts: Vec<String>,
+    /// Chained after it waited for the file (its lock was held): it was logged
+    /// while it waited, and the log must show it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub late: bool,
     /// The sha256 of the previous line (its bytes without the newline).
     pub prev: String,
 }
@@ -149,8 +153,8 @@ pub fn path(state_dir: &Path) -> PathBuf {
 /// What became of a receipt.
 #[derive(Debug)]
 pub enum Appended {
-    /// Chained into the file.
-    Written(Receipt),
+    /// Chained into the file at `seq`, after `late` receipts that had waited.
+    Written { seq: u64, late: usize },
     /// Kept to be chained by the next event that can write the file, because
     /// another process held it: the holder, and where the receipt waits.
     Waiting { holder: String, kept: PathBuf },
@@ -208,7 +212,10 @@ pub fn append(
         ));
     }
     chain.add(&mut file, &mut receipt, to_syslog).map_err(io)?;
-    Ok(Appended::Written(receipt))
+    Ok(Appended::Written {
+        seq: receipt.seq,
+        late,
+    })
 }
 
 /// A receipt's id: unique across files and machines, fixed before it is
@@ -283,6 +290,7 @@ fn chain_waiting(
             continue;
         };
         if let Ok(mut receipt) = serde_json::from_slice::<Receipt>(&bytes) {
+            receipt.late = true;
             chain.add(file, &mut receipt, to_syslog)?;
             chained += 1;
         }
@@ -542,21 +550,30 @@ mod tests {
             released: false,
             policy: None,
             alerts: Vec::new(),
+            late: false,
             prev: String::new(),
         }
     }
 
-    fn written(appended: Result<Appended, ReceiptError>) -> Receipt {
-        match appended.expect("append") {
-            Appended::Written(receipt) => receipt,
+    /// The receipt as written, read back from the file.
+    fn written(dir: &Path, appended: Result<Appended, ReceiptError>) -> Receipt {
+        let seq = match appended.expect("append") {
+            Appended::Written { seq, .. } => seq,
             Appended::Waiting { holder, .. } => panic!("waited for {holder}"),
-        }
+        };
+        read_all(dir)
+            .expect("read")
+            .into_iter()
+            .filter_map(|(_, r)| r.ok())
+            .filter(|r| r.seq == seq)
+            .last()
+            .expect("the receipt written")
     }
 
     #[test]
     fn a_held_file_keeps_the_receipt_for_the_next_event() {
         let dir = tempfile::tempdir().expect("tempdir");
-        written(append(dir.path(), receipt("a"), false));
+        written(dir.path(), append(dir.path(), receipt("a"), false));
         // A lock held elsewhere in this process: sandrail at work, waited for,
         // then the receipt is kept aside.
         let held = std::fs::File::open(path(dir.path())).expect("open");
@@ -566,7 +583,7 @@ mod tests {
         assert!(matches!(kept, Appended::Waiting { .. }), "{kept:?}");
         assert!(started.elapsed() >= LOCK_WAIT);
         drop(held);
-        let next = written(append(dir.path(), receipt("c"), false));
+        let next = written(dir.path(), append(dir.path(), receipt("c"), false));
         assert_eq!(next.seq, 3);
         assert!(next.alerts[0].contains("1 receipt(s) of earlier events were chained late"));
         let all = read_all(dir.path()).expect("read");
@@ -582,7 +599,10 @@ mod tests {
     fn appends_chain_and_verify_finds_an_edit() {
         let dir = tempfile::tempdir().expect("tempdir");
         for i in 0..5 {
-            let written = written(append(dir.path(), receipt(&format!("s{i}")), false));
+            let written = written(
+                dir.path(),
+                append(dir.path(), receipt(&format!("s{i}")), false),
+            );
             assert_eq!(written.seq, i + 1);
         }
         let verified = verify(dir.path()).expect("verify");
@@ -606,15 +626,18 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut long = receipt("s");
         long.session = "x".repeat(40_000);
-        written(append(dir.path(), long, false));
-        assert_eq!(written(append(dir.path(), receipt("t"), false)).seq, 2);
+        written(dir.path(), append(dir.path(), long, false));
+        assert_eq!(
+            written(dir.path(), append(dir.path(), receipt("t"), false)).seq,
+            2
+        );
         let file = path(dir.path());
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(&file)
             .expect("open");
         f.write_all(b"{\"torn").expect("tear");
-        let after = written(append(dir.path(), receipt("u"), false));
+        let after = written(dir.path(), append(dir.path(), receipt("u"), false));
         assert_eq!(after.prev, crate::sha256_hex(b"{\"torn"));
         let verified = verify(dir.path()).expect("verify");
         assert_eq!(verified.receipts, 3);

@@ -128,7 +128,7 @@ fn a_directory_opened_to_others_is_made_private_again() {
     ] {
         assert!(
             told.contains(&format!(
-                "the {what} {} had been opened to other users (mode 777); it is the user's alone again (700)",
+                "the {what} {} had been given mode 777; it is the user's alone again (700)",
                 dir.display()
             )),
             "{told}"
@@ -155,7 +155,7 @@ fn a_directory_opened_to_others_is_made_private_again() {
         receipts
             .lines()
             .last()
-            .is_some_and(|l| l.contains("opened to other users")),
+            .is_some_and(|l| l.contains("had been given mode 777")),
         "{receipts}"
     );
 }

@@ -236,3 +236,48 @@ fn a_lock_held_by_another_program_is_tampering_and_fails_closed_under_deny() {
         "[counter] n=2"
     );
 }
+
+/// A process that takes the session's lock and then becomes `sandrail hook`
+/// (waiting on a stdin that never ends) is not sandrail at work: sandrail names
+/// itself in the lock file when it takes the lock, and this one never did.
+#[test]
+fn a_lock_taken_before_becoming_sandrail_is_tampering() {
+    let project = Project::new();
+    project.config(&format!(
+        "[settings]\nlock_timeout_ms = 500\n[[guardrail]]\nname = \"counter\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\non_error = \"deny\"\n[guardrail.config]\naction = \"count\"\n"
+    ));
+    assert_eq!(
+        project.hook(&bash("sess-exec", "ls")).context(),
+        "[counter] n=1"
+    );
+    let lock = project.session_db("sess-exec").with_extension("lock");
+    // perl keeps the locked file open across exec ($^F), then runs sandrail
+    // in its own place.
+    let mut holder = project
+        .with_env(Command::new("perl"))
+        .args([
+            "-e",
+            "use Fcntl ':flock'; $^F = 255; open(my $f, '>>', $ARGV[0]) or die; flock($f, LOCK_EX) or die; exec($ARGV[1], 'hook') or die",
+        ])
+        .arg(&lock)
+        .arg(BIN)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("perl");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let run = project.hook(&bash("sess-exec", "ls"));
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let reason = run.deny_reason().expect("refused under on_error = deny");
+    assert!(
+        reason.contains("could not judge this call (its state is withheld)"),
+        "{reason}"
+    );
+    assert!(
+        run.stderr().contains("this session's lock is held by pid"),
+        "{}",
+        run.stderr()
+    );
+}

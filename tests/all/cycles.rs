@@ -471,6 +471,30 @@ fn forged_stops_do_not_use_up_the_cap() {
         assert!(refused(&run).is_some(), "fake transcript {n}");
     }
     assert_eq!(agent.cycle()["refused"]["count"], 1, "{}", agent.cycle());
+    // One per tool call, the transcript having grown by that call: the call is
+    // still open in it, so the Stop came from within it.
+    for n in 0..10 {
+        let mut text = std::fs::read_to_string(&agent.transcript).expect("transcript");
+        text.push_str(&format!(
+            "{}\n",
+            json!({"type": "assistant", "uuid": format!("c-{n}"), "message": {"id": format!("mc-{n}"), "content": [{"type": "tool_use", "id": format!("toolu_c{n}"), "name": "Bash", "input": {"command": "/tmp/sr hook < stop.json"}}]}})
+        ));
+        std::fs::write(&agent.transcript, text).expect("append");
+        let run = agent.forged_stop(true);
+        assert!(refused(&run).is_some(), "forged Stop {n} from a tool call");
+        assert!(
+            run.stderr().contains("a tool call still running"),
+            "{}",
+            run.stderr()
+        );
+        let mut text = std::fs::read_to_string(&agent.transcript).expect("transcript");
+        text.push_str(&format!(
+            "{}\n",
+            json!({"type": "user", "uuid": format!("cr-{n}"), "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_c{n}"), "content": "ok"}]}})
+        ));
+        std::fs::write(&agent.transcript, text).expect("append");
+    }
+    assert_eq!(agent.cycle()["refused"]["count"], 1, "{}", agent.cycle());
     // The harness's own Stops, after the agent answered each refusal, still count.
     for n in 2..=8 {
         assert!(refused(&agent.stop(true)).is_some(), "refusal {n}");

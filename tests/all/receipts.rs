@@ -425,7 +425,15 @@ fn a_held_receipts_file_keeps_no_event_from_its_receipt() {
     assert_eq!(receipts(&project).len(), 1, "not in the file yet");
     let _ = flock.kill();
     let _ = flock.wait();
-    project.hook(&bash("sess-held-r", "ls")).assert_silent();
+    // The next event chains it, and says so.
+    let next = project.hook(&bash("sess-held-r", "ls"));
+    assert!(
+        next.answer()["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("1 receipt(s) of earlier events were chained late")),
+        "{}",
+        next.stdout()
+    );
     let all = receipts(&project);
     let decisions: Vec<&str> = all.iter().filter_map(|r| r["decision"].as_str()).collect();
     assert_eq!(
@@ -444,13 +452,40 @@ fn a_held_receipts_file_keeps_no_event_from_its_receipt() {
     // The log had it the moment it was made, and it reached the file.
     let capture = project.root.path().join("journal.txt");
     std::fs::write(&capture, project.syslog()).expect("capture");
-    let agreed = project.run(&[
+    let against = [
         "receipts",
         "--verify",
         "--against",
         capture.to_str().expect("utf-8 path"),
-    ]);
+    ];
+    let agreed = project.run(&against);
     assert!(agreed.ok(), "{}{}", agreed.stdout(), agreed.stderr());
+    // A receipt put among the waiting ones by hand is chained by the next event,
+    // which says so; the log, which never saw it wait, shows it was added.
+    let planted = json!({"id": "planted", "seq": 0, "time": "2026-12-01T00:00:00Z",
+        "session": "sess-held-r", "event": "PreToolUse", "guardrails": [],
+        "decision": "allow", "gate": "enforce", "prev": ""});
+    let waiting = project.state_dir().join("receipts.waiting");
+    std::fs::create_dir_all(&waiting).expect("dir");
+    std::fs::write(waiting.join("0-planted.json"), planted.to_string()).expect("plant");
+    let run = project.hook(&bash("sess-held-r", "ls"));
+    assert!(
+        run.answer()["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("1 receipt(s) of earlier events were chained late")),
+        "{}",
+        run.stdout()
+    );
+    std::fs::write(&capture, project.syslog()).expect("capture");
+    let caught = project.run(&against);
+    assert_eq!(caught.code(), Some(1), "{}", caught.stdout());
+    assert!(
+        caught
+            .stdout()
+            .contains("chained late, but the log never saw it while it waited: added"),
+        "{}",
+        caught.stdout()
+    );
 }
 
 #[test]

@@ -70,15 +70,18 @@ fn an_idle_session_is_purged_after_its_ttl() {
 #[test]
 fn the_ttl_is_configurable_and_use_keeps_a_session() {
     let project = Project::new();
-    project.config(&counting("[settings]\nsession_ttl_hours = 1\n"));
+    project.config(&counting("[settings]\nsession_ttl_hours = 48\n"));
     at(&project, "2026-11-01T10:00:00Z", &bash("kept", "ls"));
-    // Used every 50 minutes: never idle for an hour.
-    for (i, time) in ["10:50:00", "11:40:00", "12:30:00"].iter().enumerate() {
-        let run = at(
-            &project,
-            &format!("2026-11-01T{time}Z"),
-            &bash("kept", "ls"),
-        );
+    // Used every 40 hours: never idle for two days.
+    for (i, time) in [
+        "2026-11-03T02:00:00Z",
+        "2026-11-04T18:00:00Z",
+        "2026-11-06T10:00:00Z",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let run = at(&project, time, &bash("kept", "ls"));
         assert_eq!(
             context(&run),
             format!("[counted/r] {}", i + 2)
@@ -86,8 +89,25 @@ fn the_ttl_is_configurable_and_use_keeps_a_session() {
                 .replace("4", "4!")
         );
     }
+    at(&project, "2026-11-08T14:00:00Z", &bash("another", "ls"));
+    assert!(!project.session_db("kept").exists(), "idle for 52 hours");
+}
+
+/// The hourly purge forgets every project's idle sessions, so a config cannot
+/// shorten it below 24 hours: a config of the agent's, in a directory of its
+/// own, would otherwise wipe other sessions' counters.
+#[test]
+fn no_config_purges_other_sessions_sooner_than_a_day() {
+    let project = Project::new();
+    project.config(&counting("[settings]\nsession_ttl_hours = 1\n"));
+    at(&project, "2026-11-01T10:00:00Z", &bash("kept", "ls"));
     at(&project, "2026-11-01T14:00:00Z", &bash("another", "ls"));
-    assert!(!project.session_db("kept").exists(), "idle for 90 minutes");
+    assert!(
+        project.session_db("kept").exists(),
+        "idle for 4 hours, kept"
+    );
+    at(&project, "2026-11-02T11:00:00Z", &bash("third", "ls"));
+    assert!(!project.session_db("kept").exists(), "idle for 25 hours");
 }
 
 #[test]

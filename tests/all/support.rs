@@ -252,14 +252,26 @@ impl Project {
     /// prompt, or the code the prompt shows when `typed` is `None`. The run's
     /// stdout holds all it printed there.
     pub fn at_terminal(&self, args: &[&str], typed: Option<&str>) -> Run {
+        self.at_terminal_with(args, typed, |_| {})
+    }
+
+    /// [`Project::at_terminal`], with `setup` applied to the command first (a
+    /// working directory, the environment of a terminal).
+    pub fn at_terminal_with(
+        &self,
+        args: &[&str],
+        typed: Option<&str>,
+        setup: impl FnOnce(&mut Command),
+    ) -> Run {
         use std::io::Read;
         let quote = |word: &str| format!("'{}'", word.replace('\'', "'\\''"));
         let line: Vec<String> = std::iter::once(BIN)
             .chain(args.iter().copied())
             .map(quote)
             .collect();
-        let mut child = self
-            .command(Command::new("script"))
+        let mut script = self.command(Command::new("script"));
+        setup(&mut script);
+        let mut child = script
             .args(["-q", "-e", "-c", &line.join(" "), "/dev/null"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -419,3 +419,32 @@ fn a_truncated_vanished_or_replaced_database_is_reported_and_its_counters_restor
         told(&run)
     );
 }
+
+/// A person's terminal has no `CLAUDE_PROJECT_DIR`, and may stand in a
+/// subdirectory: `trust` still accepts for the project the sessions run in.
+#[test]
+fn trust_from_a_subdirectory_accepts_for_the_project() {
+    let project = Project::new();
+    project.config(BUDGET_3);
+    project.hook(&bash("s1", "ls"));
+    project.config(&BUDGET_3.replace("limit = 3", "limit = 5"));
+    let src = project.dir().join("src");
+    std::fs::create_dir_all(&src).expect("src");
+    let trust = project.at_terminal_with(&["trust"], None, |cmd| {
+        cmd.current_dir(&src).env_remove("CLAUDE_PROJECT_DIR");
+    });
+    assert!(trust.ok(), "{}", trust.stdout());
+    assert!(
+        trust
+            .stdout()
+            .contains(&format!("project   {}", project.dir().display())),
+        "{}",
+        trust.stdout()
+    );
+    let run = project.hook(&bash("s2", "ls"));
+    assert!(
+        !run.stderr().contains("is not the one accepted"),
+        "{}",
+        run.stderr()
+    );
+}

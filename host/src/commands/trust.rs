@@ -18,7 +18,8 @@ use super::{person, project_dir};
 pub fn run() -> anyhow::Result<ExitCode> {
     let state =
         locations::state_dir().context("no state directory: set SANDRAIL_STATE_DIR (or HOME)")?;
-    let project = project_dir().context("no project directory: run it in the project")?;
+    let here = project_dir().context("no project directory: run it in the project")?;
+    let project = policy::project_for(&state, &here);
     let blobs = Blobs::new(&state);
     let captured = policy::on_disk(Some(&project), Some(&blobs));
     if let Err(why) = &captured.config {

@@ -145,16 +145,23 @@ pub(super) fn settle(
         .and_then(serde_json::Value::as_bool)
         .unwrap_or(false);
     let refused = !decision.refusals.is_empty();
+    let transcript = input.transcript_path.as_deref().map(Path::new);
     let seen = crate::cycle::StopSeen {
         turn,
         chained: stop_hook_active,
         transcript_len: refused.then(|| transcript_len(input)).flatten(),
+        in_a_tool_call: refused && transcript.and_then(transcript::in_a_tool_call) == Some(true),
     };
     let settled = crate::cycle::settle_stop(t, refused, seen, config.max_refused_stops);
     match settled {
         Ok(crate::cycle::StopOutcome::Accepted | crate::cycle::StopOutcome::Refused { .. }) => {}
         Ok(crate::cycle::StopOutcome::NotCounted { count }) => eprintln!(
-            "sandrail: this refused Stop does not count toward settings.max_refused_stops ({count} so far): the session's transcript has not grown since the last refused Stop, so the harness did not send it after the agent answered"
+            "sandrail: this refused Stop does not count toward settings.max_refused_stops ({count} so far): {}",
+            if seen.in_a_tool_call {
+                "the session's transcript shows a tool call still running, so it came from within that call, not from the harness"
+            } else {
+                "the session's transcript has not grown since the last refused Stop, so the harness did not send it after the agent answered"
+            }
         ),
         Ok(crate::cycle::StopOutcome::Released { count }) => {
             let max = config.max_refused_stops;

@@ -16,6 +16,9 @@ use crate::mandate::{Mandate, MandateError};
 use super::Frozen;
 use super::blobs::Blobs;
 
+/// The most bytes of components and data one capture reads.
+const MAX_POLICY_BYTES: u64 = 256 << 20;
+
 /// What a policy is made of.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -240,26 +243,44 @@ pub fn capture(located: &Located, blobs: Option<&Blobs>) -> Captured {
         }
     };
     config.apply_lock(lock);
+    // Each file is read once however many entries name it (or however its path
+    // is spelled), and all of them together at most MAX_POLICY_BYTES: a config
+    // cannot make a look at the policy arbitrarily slow.
+    let mut read = std::collections::HashMap::new();
+    let mut budget = MAX_POLICY_BYTES;
+    let mut content_of = |path: &Path, max: u64| -> Content {
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if let Some(content) = read.get(&key) {
+            return Content::clone(content);
+        }
+        look(path);
+        let content = match crate::files::read_regular(path, max.min(budget)) {
+            Ok(bytes) => {
+                budget = budget.saturating_sub(bytes.len() as u64);
+                keep(&bytes)
+            }
+            Err(crate::files::FileError::TooLarge { size, .. }) if size <= max => {
+                Content::Unreadable(format!(
+                    "{} was not read: the policy's files come to more than {} MiB",
+                    path.display(),
+                    MAX_POLICY_BYTES >> 20
+                ))
+            }
+            Err(e) => Content::Unreadable(e.to_string()),
+        };
+        read.insert(key, content.clone());
+        content
+    };
     for guardrail in &mut config.guardrails {
         if let Source::File(path) = &guardrail.source {
-            look(path);
-            let content =
-                match crate::files::read_regular(path, crate::runtime::MAX_COMPONENT_BYTES) {
-                    Ok(bytes) => keep(&bytes),
-                    Err(e) => Content::Unreadable(e.to_string()),
-                };
+            let content = content_of(path, crate::runtime::MAX_COMPONENT_BYTES);
             if blobs.is_some() {
                 guardrail.frozen = Some(frozen(blobs, &content));
             }
             push_once(&mut manifest.components, path, content);
         }
         for grant in &mut guardrail.data {
-            look(&grant.path);
-            let content =
-                match crate::files::read_regular(&grant.path, crate::runtime::MAX_DATA_BYTES) {
-                    Ok(bytes) => keep(&bytes),
-                    Err(e) => Content::Unreadable(e.to_string()),
-                };
+            let content = content_of(&grant.path, crate::runtime::MAX_DATA_BYTES);
             if blobs.is_some() {
                 grant.frozen = Some(frozen(blobs, &content));
             }

@@ -1,8 +1,10 @@
 //! The ratchet: which changes to a project's policy a new session takes by
 //! itself, and which wait for a person.
 //!
-//! A policy that only adds guardrail entries, every existing entry unchanged,
-//! cannot judge less than the one before it, so it is taken. Anything else — an
+//! A policy that only adds guardrail entries after the existing ones, every
+//! existing entry unchanged, sharing no flag with them and adding at most a few
+//! seconds to an event, cannot judge less than the one before it, so it is
+//! taken. Anything else — an
 //! entry removed, disabled, made observe-only, its component, data, pin, config,
 //! matcher, events or failure policy changed, `[settings]`, `[protect]`,
 //! `[facts]`, `[receipts]` or the mandate changed, a lock or component that no
@@ -40,6 +42,10 @@ impl Comparison {
     }
 }
 
+/// The most time guardrails added without a person may add to an event: well
+/// within any harness's hook timeout, past which the call would go through.
+const MAX_ADDED_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The sections of a config besides its entries; a change to any is held.
 const SECTIONS: &[&str] = &["settings", "protect", "facts", "receipts"];
 
@@ -72,6 +78,8 @@ pub fn compare(accepted: &Side, candidate: &Side) -> Comparison {
     }
     let old_entries = entries(&old);
     let new_entries = entries(&new);
+    // Whether a changed component still loads, asked once per file and pin.
+    let mut loads = std::collections::HashMap::new();
     for guardrail in &accepted.config.guardrails {
         let name = &guardrail.name;
         let Some(now) = candidate.config.guardrails.iter().find(|g| &g.name == name) else {
@@ -82,55 +90,78 @@ pub fn compare(accepted: &Side, candidate: &Side) -> Comparison {
         if let (Some(before), Some(after)) = (old_entries.get(name), new_entries.get(name)) {
             what.extend(changed_keys(before, after));
         }
-        if component(accepted.manifest, guardrail) != component(candidate.manifest, now) {
+        let component_changed =
+            component(accepted.manifest, guardrail) != component(candidate.manifest, now);
+        if component_changed {
             what.push("its component's bytes".to_owned());
         }
         if data(accepted.manifest, guardrail) != data(candidate.manifest, now) {
             what.push("its data files' contents".to_owned());
         }
-        if guardrail.locked != now.locked {
+        let pin_changed = guardrail.locked != now.locked;
+        if pin_changed {
             what.push("its pin in sandrail.lock".to_owned());
         }
         if !what.is_empty() {
             out.changes
                 .push(format!("guardrail '{name}' changed: {}", what.join(", ")));
         }
+        if component_changed || pin_changed {
+            let key = (now.source.to_string(), format!("{:?}", now.locked));
+            let why = loads
+                .entry(key)
+                .or_insert_with(|| unreadable(candidate.manifest, now))
+                .clone();
+            if let Some(why) = why {
+                out.changes
+                    .push(format!("guardrail '{name}' no longer loads ({why})"));
+            }
+        }
     }
-    for guardrail in &candidate.config.guardrails {
+    let existing = |name: &str| accepted.config.guardrails.iter().any(|g| g.name == name);
+    let last_existing = candidate
+        .config
+        .guardrails
+        .iter()
+        .rposition(|g| existing(&g.name));
+    let mut added_time = std::time::Duration::ZERO;
+    for (at, guardrail) in candidate.config.guardrails.iter().enumerate() {
         let name = &guardrail.name;
-        if accepted.config.guardrails.iter().any(|g| &g.name == name) {
+        if existing(name) {
             continue;
         }
         out.added.push(name.clone());
-        // A flag another guardrail checks is a permission: setting it is not an
-        // addition, it is a way around that guardrail.
-        for flag in &guardrail.flags.set {
-            if let Some(checker) = accepted
+        added_time += guardrail.limits.timeout;
+        // Run first, it could use up the harness's hook timeout before the
+        // existing guardrails answer, and a hook that times out lets the call
+        // through.
+        if last_existing.is_some_and(|last| at < last) {
+            out.changes.push(format!(
+                "the new guardrail '{name}' runs before existing ones (a new guardrail is taken by itself only after them)"
+            ));
+        }
+        // A flag is shared state between guardrails: one that sets, consumes or
+        // reads another's flag can change what that one decides.
+        for flag in guardrail.flags.names() {
+            if let Some(other) = accepted
                 .config
                 .guardrails
                 .iter()
-                .find(|g| g.flags.may_check(flag))
+                .find(|g| g.flags.names().contains(&flag))
             {
                 out.changes.push(format!(
-                    "the new guardrail '{name}' may set the flag '{flag}', which '{}' checks",
-                    checker.name
+                    "the new guardrail '{name}' shares the flag '{flag}' with '{}'",
+                    other.name
                 ));
             }
         }
     }
-    for guardrail in &candidate.config.guardrails {
-        if accepted
-            .config
-            .guardrails
-            .iter()
-            .any(|g| g.name == guardrail.name)
-            && let Some(why) = unreadable(candidate.manifest, guardrail)
-        {
-            out.changes.push(format!(
-                "guardrail '{}' no longer loads ({why})",
-                guardrail.name
-            ));
-        }
+    if added_time > MAX_ADDED_TIME {
+        out.changes.push(format!(
+            "the new guardrails could add {} ms to every event (their timeout_ms together; more than {} ms is a person's call)",
+            added_time.as_millis(),
+            MAX_ADDED_TIME.as_millis()
+        ));
     }
     out
 }
@@ -261,7 +292,10 @@ mod tests {
         assert_eq!(got.changes, ["guardrail 'budget' is removed"]);
         let got = compared(&both, &both.replace("limit = 3", "limit = 300000"));
         assert_eq!(got.changes, ["guardrail 'budget' changed: `config`"]);
-        let got = compared(&both, &format!("{both}enabled = false\n"));
+        let got = compared(
+            &both,
+            &both.replace("[guardrail.config]", "enabled = false\n[guardrail.config]"),
+        );
         assert_eq!(got.changes, ["guardrail 'budget' changed: `enabled`"]);
         let got = compared(&both, "");
         assert!(
@@ -271,6 +305,24 @@ mod tests {
         );
         let got = compared(&both, &format!("[settings]\ngate = \"observe\"\n{both}"));
         assert_eq!(got.changes, ["[settings] changed"]);
+    }
+
+    #[test]
+    fn a_new_guardrail_before_the_others_or_with_a_long_deadline_is_held() {
+        let got = compared(BUDGET, &format!("{GIT}{BUDGET}"));
+        assert_eq!(got.added, ["git"]);
+        assert!(
+            got.changes[0].contains("runs before existing ones"),
+            "{:?}",
+            got.changes
+        );
+        let slow = format!("{GIT}[guardrail.limits]\ntimeout_ms = 6000\n");
+        let got = compared(BUDGET, &format!("{BUDGET}{slow}"));
+        assert!(
+            got.changes[0].contains("could add 6000 ms"),
+            "{:?}",
+            got.changes
+        );
     }
 
     #[test]

@@ -177,6 +177,18 @@ pub fn compare(file: &[(String, Receipt)], log: &str) -> Compared {
             Some(_) => {}
         }
     }
+    // A receipt chained late was logged while it waited: one the log never saw
+    // waiting was put among the waiting ones by something other than sandrail.
+    let waited: BTreeSet<&str> = waiting.iter().map(|e| e.receipt.id.as_str()).collect();
+    for (_, receipt) in file {
+        let checked = first_logged.is_some_and(|first| receipt.seq >= first);
+        if receipt.late && checked && !waited.contains(receipt.id.as_str()) {
+            out.findings.push(format!(
+                "seq {}: chained late, but the log never saw it while it waited: added",
+                receipt.seq
+            ));
+        }
+    }
     let ids: BTreeSet<&str> = file.iter().map(|(_, r)| r.id.as_str()).collect();
     for entry in waiting {
         if !ids.contains(entry.receipt.id.as_str()) {
@@ -215,6 +227,7 @@ mod tests {
             released: false,
             policy: None,
             alerts: Vec::new(),
+            late: false,
             prev: String::new(),
         };
         (serde_json::to_string(&receipt).expect("json"), receipt)

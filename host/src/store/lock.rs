@@ -55,10 +55,15 @@ impl SessionLock {
             // lock we hold is on a file nobody else will open. Start again on the
             // file that is there now.
             if still_linked(&file, path) {
-                return Ok(SessionLock {
+                let lock = SessionLock {
                     _file: file,
                     waited: started.elapsed(),
-                });
+                };
+                // Who holds it, for a waiter to tell sandrail at work from a
+                // process that took the lock and then ran sandrail.
+                let _ =
+                    lock.write_field(HOLDER_AT, &format!("{HOLDER_PREFIX}{}", std::process::id()));
+                return Ok(lock);
             }
             if started.elapsed() >= timeout {
                 return Err(timed_out(path, timeout));
@@ -74,36 +79,84 @@ impl SessionLock {
     /// The seal the last committing event left in the lock file: how many
     /// commits the session's database had then. `None` before any.
     pub fn seal(&self) -> Option<u64> {
-        use std::io::{Read, Seek};
-        let mut file = &self._file;
-        let mut text = String::new();
-        file.seek(std::io::SeekFrom::Start(0)).ok()?;
-        file.take(64).read_to_string(&mut text).ok()?;
-        text.strip_prefix(SEAL_PREFIX)?.trim().parse().ok()
+        field(&self._file, SEAL_AT)?
+            .strip_prefix(SEAL_PREFIX)?
+            .parse()
+            .ok()
     }
 
     /// Leaves the seal for the next event: the database holds `commits` commits.
-    /// The file's modification time (the session's last access) is kept.
     pub fn set_seal(&self, commits: u64) -> std::io::Result<()> {
-        use std::io::{Seek, Write};
+        self.write_field(SEAL_AT, &format!("{SEAL_PREFIX}{commits}"))
+    }
+
+    /// Writes one field of the lock file in place, keeping the file's
+    /// modification time (the session's last access).
+    #[cfg(unix)]
+    fn write_field(&self, at: u64, text: &str) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
         let accessed = self._file.metadata()?.modified()?;
-        let mut file = &self._file;
-        file.seek(std::io::SeekFrom::Start(0))?;
-        file.write_all(format!("{SEAL_PREFIX}{commits}\n").as_bytes())?;
-        self._file.set_len(file.stream_position()?)?;
+        let mut line = format!("{text:<width$}", width = FIELD_BYTES - 1);
+        line.truncate(FIELD_BYTES - 1);
+        line.push('\n');
+        self._file.write_all_at(line.as_bytes(), at)?;
         self._file.set_modified(accessed)
+    }
+
+    #[cfg(not(unix))]
+    fn write_field(&self, _at: u64, _text: &str) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
-/// How a seal starts in the lock file.
+/// The lock file holds two fixed-width fields: the seal, and the pid of the
+/// sandrail process that last took the lock.
+const FIELD_BYTES: usize = 32;
+const SEAL_AT: u64 = 0;
+const HOLDER_AT: u64 = 32;
 const SEAL_PREFIX: &str = "sandrail-seal ";
+const HOLDER_PREFIX: &str = "sandrail-holder ";
 
-/// Past the timeout: a sandrail process still at work is contention; anything
-/// else holding the lock — another program, a stopped or hidden process, a
-/// holder the kernel does not name — is tampering.
+/// The text of the field at `at`, spaces trimmed.
+#[cfg(unix)]
+fn field(file: &File, at: u64) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; FIELD_BYTES];
+    let n = file.read_at(&mut buf, at).ok()?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
+    Some(text.lines().next()?.trim().to_owned())
+}
+
+#[cfg(not(unix))]
+fn field(_file: &File, _at: u64) -> Option<String> {
+    None
+}
+
+/// The pid the lock file at `path` names as the sandrail process that last
+/// took it.
+fn recorded_holder(path: &Path) -> Option<u32> {
+    let file = File::open(path).ok()?;
+    field(&file, HOLDER_AT)?
+        .strip_prefix(HOLDER_PREFIX)?
+        .parse()
+        .ok()
+}
+
+/// Past the timeout: a sandrail process still at work — one that took the lock
+/// as sandrail does, naming itself in the file — is contention; anything else
+/// holding the lock — another program, a stopped or hidden process, a process
+/// that took the lock and then became sandrail, a holder the kernel does not
+/// name — is tampering.
 fn timed_out(path: &Path, timeout: Duration) -> StoreError {
+    let named = |pid: u32| {
+        // A holder that has only just taken the lock may not have named itself.
+        recorded_holder(path) == Some(pid) || {
+            std::thread::sleep(Duration::from_millis(20));
+            recorded_holder(path) == Some(pid)
+        }
+    };
     match crate::holders::of(path) {
-        Some(holder) if holder.lets_go() => StoreError::LockTimeout(timeout),
+        Some(holder) if holder.lets_go() && named(holder.pid) => StoreError::LockTimeout(timeout),
         Some(holder) => StoreError::LockHeld(holder.to_string()),
         None => StoreError::LockHeld(format!(
             "a process the system does not name, for longer than the lock timeout ({timeout:?})"
