@@ -49,6 +49,10 @@ pub enum ConfigError {
     },
 }
 
+/// How a config's mandate file is read: from disk, or from a session's snapshot.
+pub type ReadMandate<'a> =
+    dyn FnMut(&Path) -> Result<crate::mandate::Mandate, crate::mandate::MandateError> + 'a;
+
 /// Where a project's configuration is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Located {
@@ -495,12 +499,7 @@ impl Config {
     pub fn from_bytes(
         bytes: &[u8],
         path: &Path,
-        read_mandate: &mut dyn FnMut(
-            &Path,
-        ) -> Result<
-            crate::mandate::Mandate,
-            crate::mandate::MandateError,
-        >,
+        read_mandate: &mut ReadMandate,
     ) -> Result<Config, ConfigError> {
         let text = std::str::from_utf8(bytes).map_err(|e| ConfigError::Parse {
             origin: path.display().to_string(),
@@ -552,12 +551,7 @@ impl Config {
         text: &str,
         origin: Origin,
         base: Option<&Path>,
-        read_mandate: &mut dyn FnMut(
-            &Path,
-        ) -> Result<
-            crate::mandate::Mandate,
-            crate::mandate::MandateError,
-        >,
+        read_mandate: &mut ReadMandate,
     ) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             origin: origin.to_string(),

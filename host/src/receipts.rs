@@ -392,14 +392,19 @@ fn last_line(file: &mut std::fs::File) -> std::io::Result<(Option<Vec<u8>>, bool
 /// A receipts line by its number: the receipt, or why it is not one.
 pub type Line = (usize, Result<Receipt, String>);
 
+/// The receipts file's bytes; none when there is no file yet.
+fn file_bytes(state_dir: &Path) -> Result<Vec<u8>, ReceiptError> {
+    let path = path(state_dir);
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(ReceiptError::Read { path, source }),
+    }
+}
+
 /// Reads every receipt; lines that are not receipts are reported by number.
 pub fn read_all(state_dir: &Path) -> Result<Vec<Line>, ReceiptError> {
-    let path = path(state_dir);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(ReceiptError::Read { path, source }),
-    };
+    let bytes = file_bytes(state_dir)?;
     Ok(lines(&bytes)
         .enumerate()
         .map(|(i, line)| {
@@ -413,12 +418,7 @@ pub fn read_all(state_dir: &Path) -> Result<Vec<Line>, ReceiptError> {
 
 /// Every line that holds a receipt, as written, with the receipt.
 pub fn chained(state_dir: &Path) -> Result<Vec<(String, Receipt)>, ReceiptError> {
-    let path = path(state_dir);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(ReceiptError::Read { path, source }),
-    };
+    let bytes = file_bytes(state_dir)?;
     Ok(lines(&bytes)
         .filter_map(|line| {
             let receipt = serde_json::from_slice::<Receipt>(line).ok()?;
@@ -492,12 +492,7 @@ pub struct Verified {
 /// Walks the chain: each line must parse, carry the hash of the line before it
 /// and the next seq.
 pub fn verify(state_dir: &Path) -> Result<Verified, ReceiptError> {
-    let path = path(state_dir);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Verified::default()),
-        Err(source) => return Err(ReceiptError::Read { path, source }),
-    };
+    let bytes = file_bytes(state_dir)?;
     let mut verified = Verified::default();
     let mut prev_hash = GENESIS.to_owned();
     let mut prev_seq = 0;
@@ -564,9 +559,9 @@ mod tests {
         read_all(dir)
             .expect("read")
             .into_iter()
+            .rev()
             .filter_map(|(_, r)| r.ok())
-            .filter(|r| r.seq == seq)
-            .last()
+            .find(|r| r.seq == seq)
             .expect("the receipt written")
     }
 

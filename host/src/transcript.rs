@@ -290,6 +290,52 @@ fn write_bookmark(path: &Path, bookmark: &Bookmark) -> std::io::Result<()> {
     Ok(())
 }
 
+/// How much of a transcript's end is read to see whether a tool call is open.
+const TAIL_BYTES: u64 = 256 << 10;
+
+/// Whether the transcript ends inside a tool call: an assistant `tool_use` with
+/// no `tool_result` after it. The harness sends its Stop when the agent has
+/// finished answering, so a Stop sent while a call is open comes from within
+/// that call (the agent running `sandrail hook` itself). `None` when the
+/// transcript cannot be read. Only the last 256 KiB are read.
+pub fn in_a_tool_call(path: &Path) -> Option<bool> {
+    let (mut file, size) = crate::files::open_regular(path, u64::MAX).ok()?;
+    let start = size.saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut tail = Vec::new();
+    file.take(TAIL_BYTES).read_to_end(&mut tail).ok()?;
+    let text = String::from_utf8_lossy(&tail);
+    let mut lines = text.lines();
+    if start > 0 {
+        // The first line is cut.
+        lines.next();
+    }
+    let mut open: Vec<String> = Vec::new();
+    for line in lines {
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let content = entry
+            .pointer("/message/content")
+            .and_then(serde_json::Value::as_array);
+        for block in content.into_iter().flatten() {
+            match block.get("type").and_then(serde_json::Value::as_str) {
+                Some("tool_use") => {
+                    if let Some(id) = block.get("id").and_then(serde_json::Value::as_str) {
+                        open.push(id.to_owned());
+                    }
+                }
+                Some("tool_result") => {
+                    let id = block.get("tool_use_id").and_then(serde_json::Value::as_str);
+                    open.retain(|o| Some(o.as_str()) != id);
+                }
+                _ => {}
+            }
+        }
+    }
+    Some(!open.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,50 +407,4 @@ mod tests {
             Err(TranscriptError::NoUserMessage(_))
         ));
     }
-}
-
-/// How much of a transcript's end is read to see whether a tool call is open.
-const TAIL_BYTES: u64 = 256 << 10;
-
-/// Whether the transcript ends inside a tool call: an assistant `tool_use` with
-/// no `tool_result` after it. The harness sends its Stop when the agent has
-/// finished answering, so a Stop sent while a call is open comes from within
-/// that call (the agent running `sandrail hook` itself). `None` when the
-/// transcript cannot be read. Only the last 256 KiB are read.
-pub fn in_a_tool_call(path: &Path) -> Option<bool> {
-    let (mut file, size) = crate::files::open_regular(path, u64::MAX).ok()?;
-    let start = size.saturating_sub(TAIL_BYTES);
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut tail = Vec::new();
-    file.take(TAIL_BYTES).read_to_end(&mut tail).ok()?;
-    let text = String::from_utf8_lossy(&tail);
-    let mut lines = text.lines();
-    if start > 0 {
-        // The first line is cut.
-        lines.next();
-    }
-    let mut open: Vec<String> = Vec::new();
-    for line in lines {
-        let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        let content = entry
-            .pointer("/message/content")
-            .and_then(serde_json::Value::as_array);
-        for block in content.into_iter().flatten() {
-            match block.get("type").and_then(serde_json::Value::as_str) {
-                Some("tool_use") => {
-                    if let Some(id) = block.get("id").and_then(serde_json::Value::as_str) {
-                        open.push(id.to_owned());
-                    }
-                }
-                Some("tool_result") => {
-                    let id = block.get("tool_use_id").and_then(serde_json::Value::as_str);
-                    open.retain(|o| Some(o.as_str()) != id);
-                }
-                _ => {}
-            }
-        }
-    }
-    Some(!open.is_empty())
 }

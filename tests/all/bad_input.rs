@@ -155,17 +155,7 @@ fn a_broken_first_config_leaves_the_embedded_default_in_force() {
     project.config("[[guardrail]]\nname = \"x\"\nmatchr = \"Bash\"\n");
     // The bundled rules hold while the config is broken.
     let run = project.hook(&bash("sess-bad", "git push --force"));
-    assert!(
-        run.deny_reason()
-            .is_some_and(|r| r.starts_with("[destructive-commands/")),
-        "{}",
-        run.stderr()
-    );
-    assert!(
-        run.stderr().contains("the embedded default is in force"),
-        "{}",
-        run.stderr()
-    );
+    assert_the_default_refuses(&run, "the embedded default is in force");
 }
 
 #[test]
@@ -248,17 +238,19 @@ fn explicit_config_that_does_not_exist() {
     let mut cmd = fresh.cmd();
     cmd.env("SANDRAIL_CONFIG", fresh.dir().join("nope.toml"));
     let run = fresh.hook_with(cmd, &bash("sess-bad", "git push --force"));
+    assert_the_default_refuses(&run, "SANDRAIL_CONFIG names");
+}
+
+/// The embedded default refused the force push, and stderr says `why`.
+#[track_caller]
+fn assert_the_default_refuses(run: &Run, why: &str) {
     assert!(
         run.deny_reason()
             .is_some_and(|r| r.starts_with("[destructive-commands/")),
         "{}",
         run.stderr()
     );
-    assert!(
-        run.stderr().contains("SANDRAIL_CONFIG names"),
-        "{}",
-        run.stderr()
-    );
+    assert!(run.stderr().contains(why), "{}", run.stderr());
 }
 
 #[test]

@@ -221,9 +221,7 @@ fn a_lock_held_by_another_program_is_tampering_and_fails_closed_under_deny() {
         .unwrap_or_default()
         .to_owned();
     assert!(told.contains("not a sandrail process"), "{told}");
-    let receipts = project.run(&["receipts", "--json"]).stdout();
-    let last: serde_json::Value =
-        serde_json::from_str(receipts.lines().last().expect("a receipt")).expect("json");
+    let last = project.last_receipt();
     assert!(
         last["alerts"][0]
             .as_str()

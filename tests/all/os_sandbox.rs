@@ -385,10 +385,10 @@ fn lay_out(project: &Project, bin: &Path) -> Tree {
     git(&["init", "-q"]);
     git(&["add", "sandrail.toml"]);
     git(&["commit", "-q", "-m", "old"]);
-    project.config(&format!(
+    project.config(
         "[[guardrail]]\nname = \"git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n\n\
          [[guardrail]]\nname = \"probe\"\nsource = \"guards/probe.wasm\"\nevents = [\"PreToolUse\"]\nmatcher = \"Read\"\ndata = [\"guards/words.txt\"]\n"
-    ));
+    );
     git(&["add", "sandrail.toml"]);
     git(&["commit", "-q", "-m", "new"]);
     assert!(project.run(&["pin"]).ok());

@@ -345,6 +345,14 @@ impl Project {
         run
     }
 
+    /// The last receipt written, as JSON.
+    pub fn last_receipt(&self) -> Value {
+        let receipts = std::fs::read_to_string(self.state_dir().join("receipts.jsonl"))
+            .expect("the receipts file");
+        let last = receipts.lines().last().expect("a receipt");
+        serde_json::from_str(last).expect("a receipt is JSON")
+    }
+
     /// `sandrail state list` for one guardrail, as (key, value) pairs.
     pub fn state(&self, session: &str, guardrail: &str) -> Vec<(String, String)> {
         let run = self.run(&[
