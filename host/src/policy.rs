@@ -608,11 +608,9 @@ pub fn from_disk(project: Option<&Path>) -> Config {
 }
 
 fn embedded() -> Config {
-    Config::embedded().unwrap_or_else(|e| {
-        // The embedded default is part of the binary and parsed by its tests.
-        eprintln!("sandrail: {e}");
-        std::process::exit(2)
-    })
+    #[allow(clippy::expect_used)]
+    Config::embedded()
+        .expect("the embedded default is part of the binary; config::tests::embedded_default_is_valid parses it")
 }
 
 fn embedded_manifest() -> Manifest {
