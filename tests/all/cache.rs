@@ -156,6 +156,19 @@ fn a_directory_opened_to_others_is_made_private_again() {
             .contains("had been given mode 777"),
         "{last}"
     );
+    // Closed to its owner (`chmod 000`): the same.
+    std::fs::set_permissions(project.state_dir(), std::fs::Permissions::from_mode(0o000))
+        .expect("chmod");
+    let run = hook(&write("sess-perm", "/home/dev/project/c.rs"));
+    assert!(
+        run.stderr().contains("had been given mode 0;"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(
+        project.state("sess-perm", "session-budget"),
+        [("edits".to_owned(), "3".to_owned())]
+    );
 }
 
 /// A run with its own cache directory and debug logging.

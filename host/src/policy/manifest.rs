@@ -412,3 +412,48 @@ fn snapshot_error(path: &Path, why: &str) -> FileError {
         source: std::io::Error::other(why.to_owned()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Five sparse 60 MiB "components", one named twice with another spelling:
+    /// each file is read once, and past 256 MiB in all the rest is not read but
+    /// marked.
+    #[test]
+    fn a_capture_reads_each_file_once_and_stops_at_its_budget() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut config = String::new();
+        for n in 0..5 {
+            let file = std::fs::File::create(dir.path().join(format!("c{n}.wasm"))).expect("file");
+            file.set_len(60 << 20).expect("sparse");
+            config.push_str(&format!(
+                "[[guardrail]]\nname = \"g{n}\"\nsource = \"c{n}.wasm\"\nevents = [\"Stop\"]\n"
+            ));
+        }
+        config.push_str(
+            "[[guardrail]]\nname = \"again\"\nsource = \"./c0.wasm\"\nevents = [\"Stop\"]\n",
+        );
+        let path = dir.path().join("sandrail.toml");
+        std::fs::write(&path, config).expect("config");
+        let captured = capture(&Located::File(path), None);
+        let contents: Vec<&Content> = captured
+            .manifest
+            .components
+            .iter()
+            .map(|c| &c.content)
+            .collect();
+        // `./c0.wasm` is `c0.wasm`: one file of the policy.
+        assert_eq!(contents.len(), 5);
+        assert!(
+            contents[..4].iter().all(|c| c.sha256().is_some()),
+            "{contents:?}"
+        );
+        assert!(
+            matches!(contents[4], Content::Unreadable(why) if why.contains("more than 256 MiB")),
+            "{contents:?}"
+        );
+        // Looked at once each: the config, its lock and the five files.
+        assert_eq!(captured.seen.len(), 7, "{:?}", captured.seen.keys());
+    }
+}
