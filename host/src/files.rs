@@ -80,6 +80,34 @@ pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>, FileError> {
     Ok(bytes)
 }
 
+/// Writes `bytes` to `path` whole, by atomic rename: a reader sees the old file or
+/// the new. The directory is created readable by its owner only if missing.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    temp_beside(path, bytes)?
+        .persist(path)
+        .map(drop)
+        .map_err(|e| e.error)
+}
+
+/// Writes `bytes` to `path` whole only if nothing is there yet; false when
+/// another process wrote it first.
+pub fn create_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    match temp_beside(path, bytes)?.persist_noclobber(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e.error),
+    }
+}
+
+/// A temporary file in `path`'s directory holding `bytes`.
+fn temp_beside(path: &Path, bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    crate::locations::create_private_dir(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    Ok(tmp)
+}
+
 /// Which file this is and whether it was written since: device, inode, size,
 /// modification and change times (nanoseconds). A write always moves the change
 /// time, which only root can set back, so an unchanged identity means unchanged

@@ -207,9 +207,7 @@ fn write_receipt(
             match receipts::append(state, receipt, config.receipts_to_syslog) {
                 Ok(receipts::Appended::Written { late, .. }) => {
                     if late > 0 {
-                        decision.alerts.push(format!(
-                            "sandrail: {late} receipt(s) of earlier events were chained late: the receipts file had been held"
-                        ));
+                        decision.alerts.push(receipts::late_alert(late));
                     }
                     return;
                 }

@@ -624,13 +624,9 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
 
 /// Writes a record whole, by atomic rename.
 fn write_json<T: Serialize>(path: &Path, value: &T) {
-    let written = (|| -> std::io::Result<()> {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        crate::locations::create_private_dir(dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        serde_json::to_writer(&mut tmp, value)?;
-        tmp.persist(path).map(drop).map_err(|e| e.error)
-    })();
+    let written = serde_json::to_vec(value)
+        .map_err(std::io::Error::from)
+        .and_then(|bytes| crate::files::write_atomically(path, &bytes));
     if let Err(e) = written {
         eprintln!("sandrail: cannot write {}: {e}", path.display());
     }
@@ -639,13 +635,5 @@ fn write_json<T: Serialize>(path: &Path, value: &T) {
 /// Writes a record only if there is none: false when another process wrote it
 /// first.
 fn create<T: Serialize>(path: &Path, value: &T) -> std::io::Result<bool> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    crate::locations::create_private_dir(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    serde_json::to_writer(&mut tmp, value)?;
-    match tmp.persist_noclobber(path) {
-        Ok(_) => Ok(true),
-        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(e.error),
-    }
+    crate::files::create_atomically(path, &serde_json::to_vec(value)?)
 }

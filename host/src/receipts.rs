@@ -207,9 +207,7 @@ pub fn append(
     let mut chain = Chain::of(&mut file).map_err(io)?;
     let late = chain_waiting(state_dir, &mut chain, &mut file, to_syslog).map_err(io)?;
     if late > 0 {
-        receipt.alerts.push(format!(
-            "sandrail: {late} receipt(s) of earlier events were chained late: the receipts file had been held"
-        ));
+        receipt.alerts.push(late_alert(late));
     }
     chain.add(&mut file, &mut receipt, to_syslog).map_err(io)?;
     Ok(Appended::Written {
@@ -221,20 +219,32 @@ pub fn append(
 /// A receipt's id: unique across files and machines, fixed before it is
 /// chained (a receipt that waits keeps it).
 fn new_id(receipt: &Receipt) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
     crate::sha256_hex(
         format!(
-            "{}:{}:{}:{}:{nanos}",
+            "{}:{}:{}:{}:{}",
             receipt.time,
             receipt.session,
             receipt.event,
-            std::process::id()
+            std::process::id(),
+            now_nanos()
         )
         .as_bytes(),
     )[..24]
         .to_owned()
+}
+
+/// The clock in nanoseconds, to tell apart what one process makes in one second.
+fn now_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// What the person is told when an event chains receipts that had waited.
+pub fn late_alert(late: usize) -> String {
+    format!(
+        "sandrail: {late} receipt(s) of earlier events were chained late: the receipts file had been held"
+    )
 }
 
 /// Keeps a receipt aside until an event can chain it, and logs it at once.
@@ -252,14 +262,8 @@ fn keep_waiting(
     receipt.seq = 0;
     receipt.prev = String::new();
     let line = serde_json::to_vec(&receipt).map_err(|e| io(e.into()))?;
-    crate::locations::create_private_dir(&dir).map_err(io)?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let kept = dir.join(format!("{nanos:032}-{}.json", std::process::id()));
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
-    tmp.write_all(&line).map_err(io)?;
-    tmp.persist(&kept).map_err(|e| io(e.error))?;
+    let kept = dir.join(format!("{:032}-{}.json", now_nanos(), std::process::id()));
+    crate::files::write_atomically(&kept, &line).map_err(io)?;
     if to_syslog {
         anchor::send(&line, crate::clock::now());
     }

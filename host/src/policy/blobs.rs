@@ -58,19 +58,8 @@ impl Blobs {
         if path.is_file() {
             return Ok(sha256);
         }
-        let write = || -> std::io::Result<()> {
-            crate::locations::create_private_dir(&self.dir)?;
-            let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-            std::io::Write::write_all(&mut tmp, bytes)?;
-            tmp.as_file().sync_all()?;
-            match tmp.persist_noclobber(&path) {
-                Ok(_) => Ok(()),
-                // Another process kept the same bytes first.
-                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-                Err(e) => Err(e.error),
-            }
-        };
-        write().map_err(|source| BlobError::Write {
+        // False when another process kept the same bytes first: as good.
+        crate::files::create_atomically(&path, bytes).map_err(|source| BlobError::Write {
             path: path.clone(),
             source,
         })?;
