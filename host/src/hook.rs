@@ -261,10 +261,13 @@ fn keep_session(state: &Path, project: Option<&Path>, input: &HookInput, config:
     // shorten it below the default: a config of the agent's (say, a first-seen
     // one in a directory of its own) would otherwise wipe others' counters.
     let ttl = config.session_ttl.max(crate::config::DEFAULT_SESSION_TTL);
-    if let Ok(Some(purged)) = lifecycle::purge_if_due(state, ttl, now)
-        && crate::debug_logging()
-    {
-        eprintln!("sandrail: forgot {} idle sessions", purged.sessions);
+    if let Ok(Some(purged)) = lifecycle::purge_if_due(state, ttl, now) {
+        // The forgotten sessions' policy copies go with them, or the store grows
+        // by every config ever written.
+        policy::collect_garbage(state, now);
+        if crate::debug_logging() {
+            eprintln!("sandrail: forgot {} idle sessions", purged.sessions);
+        }
     }
     let Some(project) = project else {
         return;

@@ -275,3 +275,31 @@ fn switching_a_bundled_guardrail_off_writes_the_embedded_default_first() {
             .is_some()
     );
 }
+
+/// The policy copies a purged session ran from are removed with it, once no
+/// session or project refers to them; the ones in force stay.
+#[test]
+fn a_purged_sessions_policy_copies_are_removed() {
+    let project = Project::new();
+    let first = counting("");
+    project.config(&first);
+    at(&project, "2027-01-01T10:00:00Z", &bash("old", "ls"));
+    let blob = |text: &str| {
+        project
+            .state_dir()
+            .join("policy/blobs")
+            .join(sandrail::sha256_hex(text.as_bytes()))
+    };
+    assert!(blob(&first).is_file(), "the config in force is kept");
+    // An added guardrail: a pure addition the next session takes.
+    let second = format!(
+        "{first}{}",
+        COUNTING.replace("PROBE", PROBE).replace("counted", "more")
+    );
+    project.reconfigure(&second);
+    at(&project, "2027-01-03T10:00:00Z", &bash("new", "ls"));
+    at(&project, "2027-01-03T11:30:00Z", &bash("new", "ls"));
+    assert!(!project.session_db("old").exists(), "idle for two days");
+    assert!(!blob(&first).exists(), "no session or project refers to it");
+    assert!(blob(&second).is_file(), "the policy in force stays");
+}
