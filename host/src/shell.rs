@@ -69,24 +69,30 @@ pub enum RedirectKind {
 pub struct Analysis {
     /// Every simple command, in the order the shell meets them.
     pub commands: Vec<Command>,
-    /// The line nests deeper than [`MAX_DEPTH`]; what it runs is not fully known.
-    pub too_deep: bool,
+    /// The line nests deeper than [`MAX_DEPTH`] or expands past
+    /// [`MAX_EXPANDED_BYTES`]; what it runs is not fully known.
+    pub incomplete: bool,
 }
 
 /// Every command a line runs, collected. For large lines prefer [`visit`], which
 /// holds one command at a time.
 pub fn analyse(line: &str) -> Analysis {
     let mut commands = Vec::new();
-    let too_deep = visit(line, &mut |command| commands.push(command));
-    Analysis { commands, too_deep }
+    let incomplete = visit(line, &mut |command| commands.push(command));
+    Analysis {
+        commands,
+        incomplete,
+    }
 }
 
 /// Calls `each` with every simple command the line runs, in order, as soon as it
-/// is found; true when the line nests deeper than [`MAX_DEPTH`]. Time is linear in
-/// the line, and memory is the line plus one command.
+/// is found; true when what it runs is not fully known (it nests deeper than
+/// [`MAX_DEPTH`] or expands past [`MAX_EXPANDED_BYTES`]). Time is linear in the
+/// line, and memory is the line plus one command.
 pub fn visit(line: &str, each: &mut dyn FnMut(Command)) -> bool {
     let mut variables = Variables::default();
-    collect(line, 0, &mut variables, each)
+    let too_deep = collect(line, 0, &mut variables, each);
+    too_deep || variables.exhausted
 }
 
 /// `{rm,-rf,/}` is the words `rm -rf /`: brace expansion of comma lists with
@@ -113,11 +119,22 @@ fn expand_braces(argv: Vec<String>) -> Vec<String> {
 /// Variables assigned by earlier commands of the line (`x=rm; $x -rf /`), so a
 /// word that is only a reference to one can be resolved.
 #[derive(Default)]
-struct Variables(std::collections::HashMap<String, String>);
+struct Variables {
+    values: std::collections::HashMap<String, String>,
+    /// Bytes of values substituted so far on this line.
+    expanded: usize,
+    /// The line expands past [`MAX_EXPANDED_BYTES`]: what it runs is not fully
+    /// known.
+    exhausted: bool,
+}
 
 /// At most this many variables are remembered, and values this long.
 const MAX_VARIABLES: usize = 64;
 const MAX_VARIABLE_LEN: usize = 4096;
+/// At most this many bytes of variable values are substituted into one line's
+/// words, so that a value referenced thousands of times (`x='a a … a'; echo $x
+/// $x …`) costs bounded time and memory; past it the line is unanalysable.
+pub const MAX_EXPANDED_BYTES: usize = 1 << 20;
 
 impl Variables {
     /// Records the assignments of a command made only of assignments.
@@ -128,17 +145,18 @@ impl Variables {
         for word in argv {
             if let Some((name, value)) = word.split_once('=')
                 && value.len() <= MAX_VARIABLE_LEN
-                && (self.0.len() < MAX_VARIABLES || self.0.contains_key(name))
+                && (self.values.len() < MAX_VARIABLES || self.values.contains_key(name))
             {
-                self.0.insert(name.to_owned(), value.to_owned());
+                self.values.insert(name.to_owned(), value.to_owned());
             }
         }
     }
 
     /// Replaces each word that is only `$name` or `${name}` of a known variable by
-    /// its value, split into words as the shell would split it.
-    fn resolve(&self, argv: Vec<String>) -> Vec<String> {
-        if self.0.is_empty() || !argv.iter().any(|w| w.starts_with('$')) {
+    /// its value, split into words as the shell would split it. Past the line's
+    /// budget words are left as written and the line is marked exhausted.
+    fn resolve(&mut self, argv: Vec<String>) -> Vec<String> {
+        if self.values.is_empty() || !argv.iter().any(|w| w.starts_with('$')) {
             return argv;
         }
         let mut resolved = Vec::with_capacity(argv.len());
@@ -147,8 +165,15 @@ impl Variables {
                 .strip_prefix("${")
                 .and_then(|w| w.strip_suffix('}'))
                 .or_else(|| word.strip_prefix('$'));
-            match name.and_then(|n| self.0.get(n)) {
-                Some(value) => resolved.extend(value.split_whitespace().map(str::to_owned)),
+            match name.and_then(|n| self.values.get(n)) {
+                Some(value) if self.expanded + value.len() <= MAX_EXPANDED_BYTES => {
+                    self.expanded += value.len().max(1);
+                    resolved.extend(value.split_whitespace().map(str::to_owned))
+                }
+                Some(_) => {
+                    self.exhausted = true;
+                    resolved.push(word)
+                }
                 None => resolved.push(word),
             }
         }
@@ -983,7 +1008,7 @@ mod tests {
 
     fn argv(line: &str) -> Vec<String> {
         let analysis = analyse(line);
-        assert!(!analysis.too_deep, "{line}");
+        assert!(!analysis.incomplete, "{line}");
         analysis
             .commands
             .into_iter()
@@ -1114,11 +1139,31 @@ mod tests {
         for _ in 0..=MAX_DEPTH {
             line = format!("echo $({line})");
         }
-        assert!(analyse(&line).too_deep);
+        assert!(analyse(&line).incomplete);
         let mut line = String::from("git reset --hard");
         for _ in 0..=MAX_DEPTH {
             line = format!("bash -c {:?}", line);
         }
-        assert!(analyse(&line).too_deep);
+        assert!(analyse(&line).incomplete);
+    }
+
+    #[test]
+    fn expansion_has_a_budget() {
+        let value = vec!["a"; 2048].join(" ");
+        let few = format!("x='{value}'; echo $x $x; git push -f");
+        assert!(!analyse(&few).incomplete);
+        let line = format!("x='{value}'; echo {}; git push -f", "$x ".repeat(5000));
+        let analysis = analyse(&line);
+        assert!(analysis.incomplete, "past the budget");
+        let words: usize = analysis.commands.iter().map(|c| c.argv.len()).sum();
+        assert!(
+            words < 2 * (MAX_EXPANDED_BYTES / 2) + 10_000,
+            "{words} words"
+        );
+        assert_eq!(
+            analysis.commands.last().map(|c| c.argv.join(" ")),
+            Some("git push -f".to_owned()),
+            "the rest of the line is still read"
+        );
     }
 }

@@ -35,7 +35,7 @@ pub fn facts(project: &Project, payload: &[u8], session: Option<&str>) -> (Value
     )
 }
 
-fn tool_call(tool: &str, input: Value) -> Vec<u8> {
+pub(crate) fn tool_call(tool: &str, input: Value) -> Vec<u8> {
     payload(
         "PreToolUse",
         "sess-facts",
@@ -44,7 +44,7 @@ fn tool_call(tool: &str, input: Value) -> Vec<u8> {
 }
 
 /// The value at a dotted path, or None when absent.
-fn at<'a>(facts: &'a Value, path: &str) -> Option<&'a Value> {
+pub(crate) fn at<'a>(facts: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(facts, |v, key| v.get(key))
 }
 
