@@ -15,8 +15,10 @@
 
 mod embedded;
 pub mod powershell;
+mod wrappers;
 
 pub use embedded::Script;
+pub use wrappers::runs_stdin;
 
 /// Deepest nesting of substitutions and inline scripts followed. A command line
 /// nested deeper cannot be analysed, and says so rather than pass.
@@ -205,7 +207,10 @@ fn collect(
                     ..Command::default()
                 });
             }
-            for script in embedded::scripts(&command.argv) {
+            let scripts = embedded::scripts(&command.argv)
+                .into_iter()
+                .chain(wrappers::scripts(&command.argv));
+            for script in scripts {
                 match script {
                     _ if depth >= MAX_DEPTH => scripts_too_deep = true,
                     Script::Shell(text) => {
@@ -390,7 +395,10 @@ impl<'a, 's> Lexer<'a, 's> {
                     self.end_command();
                     i = self.heredoc_bodies(i + 1);
                 }
-                '(' if !self.in_word && self.at(i + 1) == Some('(') => {
+                '(' if !self.in_word
+                    && self.at(i + 1) == Some('(')
+                    && arithmetic_end(self.chars, i + 2).is_some() =>
+                {
                     // Arithmetic `(( … ))`: no commands, and no heredocs, inside.
                     self.end_command();
                     i = skip_arithmetic(self.chars, i + 2);
@@ -476,7 +484,10 @@ impl<'a, 's> Lexer<'a, 's> {
                 '$' if self.at(i + 1) == Some('\'') => i = self.ansi_c_quoted(i + 2),
                 '"' => i = self.double_quoted(i + 1),
                 '$' if self.at(i + 1) == Some('"') => i = self.double_quoted(i + 2),
-                '$' if self.at(i + 1) == Some('(') && self.at(i + 2) == Some('(') => {
+                '$' if self.at(i + 1) == Some('(')
+                    && self.at(i + 2) == Some('(')
+                    && arithmetic_end(self.chars, i + 3).is_some() =>
+                {
                     self.in_word = true;
                     i = skip_arithmetic(self.chars, i + 3);
                 }
@@ -573,8 +584,16 @@ impl<'a, 's> Lexer<'a, 's> {
         let Some(first) = self.argv.iter().find(|w| !is_assignment(w)) else {
             return false;
         };
-        matches!(program(first), "sh" | "bash" | "zsh" | "dash" | "ksh")
-            && !self.argv.iter().any(|w| w == "-c" || w == "-n")
+        let at = self.argv.iter().position(|w| w == first).unwrap_or(0);
+        let argv = &self.argv[at..];
+        match program(first) {
+            "sh" | "bash" | "zsh" | "dash" | "ksh" => !argv.iter().any(|w| w == "-c" || w == "-n"),
+            // `source <<< '…'`, `. /dev/stdin <<EOF`.
+            "source" | "." => argv
+                .get(1)
+                .is_none_or(|f| matches!(f.as_str(), "/dev/stdin" | "-" | "/proc/self/fd/0")),
+            _ => wrappers::runs_stdin(argv),
+        }
     }
 
     /// Lexes text a shell runs as a script, one level deeper.
@@ -615,7 +634,10 @@ impl<'a, 's> Lexer<'a, 's> {
                     }
                     i += 2;
                 }
-                '$' if self.at(i + 1) == Some('(') && self.at(i + 2) == Some('(') => {
+                '$' if self.at(i + 1) == Some('(')
+                    && self.at(i + 2) == Some('(')
+                    && arithmetic_end(self.chars, i + 3).is_some() =>
+                {
                     i = skip_arithmetic(self.chars, i + 3);
                 }
                 '$' if self.at(i + 1) == Some('(') => i = self.nested(i + 2, Mode::Commands),
@@ -754,18 +776,30 @@ impl<'a, 's> Lexer<'a, 's> {
 
 /// The index after the `))` closing arithmetic that started just before `start`.
 fn skip_arithmetic(chars: &[char], start: usize) -> usize {
+    arithmetic_end(chars, start).unwrap_or(chars.len())
+}
+
+/// How far an arithmetic `((` is looked into for its end; longer, it is read as
+/// subshells, which hides nothing.
+const MAX_ARITHMETIC_SCAN: usize = 1 << 16;
+
+/// The index after the `))` closing an arithmetic expression that opened just
+/// before `start`, or None when the `((` opens subshells instead: as bash, only a
+/// `))` written together closes arithmetic, so `((rm -rf /) )` runs `rm`.
+fn arithmetic_end(chars: &[char], start: usize) -> Option<usize> {
     let mut depth = 0usize;
+    let end = chars.len().min(start.saturating_add(MAX_ARITHMETIC_SCAN));
     let mut i = start;
-    while i < chars.len() {
+    while i < end {
         match chars[i] {
             '(' => depth += 1,
             ')' if depth > 0 => depth -= 1,
-            ')' if chars.get(i + 1) == Some(&')') => return i + 2,
+            ')' => return (chars.get(i + 1) == Some(&')')).then_some(i + 2),
             _ => {}
         }
         i += 1;
     }
-    chars.len()
+    None
 }
 
 /// The index after the `)` matching an opening just before `start`, not lexing.
@@ -837,17 +871,6 @@ pub(crate) fn unwrap(mut argv: Vec<String>) -> (Vec<String>, bool) {
                 // `env -S SCRIPT` runs a command line: left for `inline_script`.
                 "env" if splits_string(rest) => break,
                 "env" => 1 + options_then(rest, ENV_OPTIONS, true),
-                "sudo" | "doas" => 1 + options_then(rest, SUDO_OPTIONS, false),
-                "nohup" | "command" | "builtin" | "exec" | "unbuffer" => {
-                    1 + options_then(rest, &["-a"], false)
-                }
-                "nice" | "ionice" => 1 + options_then(rest, NICE_OPTIONS, false),
-                "stdbuf" => 1 + options_then(rest, STDBUF_OPTIONS, false),
-                "timeout" => {
-                    let options = options_then(rest, TIMEOUT_OPTIONS, false);
-                    // The duration comes before the command.
-                    1 + options + usize::from(rest.len() > options)
-                }
                 "xargs" => {
                     through_xargs = true;
                     1 + options_then(rest, XARGS_OPTIONS, false)
@@ -860,8 +883,10 @@ pub(crate) fn unwrap(mut argv: Vec<String>) -> (Vec<String>, bool) {
                     argv.extend(["sh".to_owned(), "-c".to_owned(), line]);
                     continue;
                 }
-                "busybox" => 1,
-                _ => break,
+                _ => match wrappers::command_start(&argv[start..]) {
+                    Some(skip) => skip,
+                    None => break,
+                },
             }
         };
         start = (start + skip).min(argv.len());
@@ -905,39 +930,6 @@ pub(crate) fn splits_string(words: &[String]) -> bool {
 
 const WATCH_OPTIONS: &[&str] = &["-n", "--interval", "-q", "--equexit"];
 pub(crate) const ENV_OPTIONS: &[&str] = &["-u", "--unset", "-C", "--chdir"];
-const SUDO_OPTIONS: &[&str] = &[
-    "-u",
-    "--user",
-    "-g",
-    "--group",
-    "-C",
-    "--close-from",
-    "-D",
-    "--chdir",
-    "-h",
-    "--host",
-    "-p",
-    "--prompt",
-    "-r",
-    "--role",
-    "-t",
-    "--type",
-    "-U",
-    "--other-user",
-    "-T",
-    "--command-timeout",
-];
-const NICE_OPTIONS: &[&str] = &[
-    "-n",
-    "--adjustment",
-    "-c",
-    "--class",
-    "-p",
-    "--pid",
-    "--classdata",
-];
-const STDBUF_OPTIONS: &[&str] = &["-i", "--input", "-o", "--output", "-e", "--error"];
-const TIMEOUT_OPTIONS: &[&str] = &["-s", "--signal", "-k", "--kill-after"];
 const XARGS_OPTIONS: &[&str] = &[
     "-I",
     "-L",

@@ -9,13 +9,7 @@ use crate::support::*;
 
 /// Destructive by dcg's labels but outside sandrail's vocabulary (the reasons
 /// table in tests/data/destructive-corpus/README.md): printed apart, still counted.
-const OUTSIDE_VOCABULARY: &[&str] = &[
-    "git stash drop",
-    "git stash clear",
-    "rm -rf *",
-    "rm -rf .*",
-    "rm -rf ./build",
-];
+const OUTSIDE_VOCABULARY: &[&str] = &["rm -rf *", "rm -rf .*", "rm -rf ./build"];
 
 /// destructive-commands on tests/data/dcg-corpus (dcg's true- and false-positive
 /// suites), through `sandrail facts`: prints recall and specificity, and holds
@@ -70,6 +64,6 @@ fn destructive_commands_on_the_dcg_corpus() {
             .collect::<Vec<_>>()
             .join("\n  ")
     );
-    assert!(recall >= 0.687, "recall fell to {recall:.3}");
+    assert!(recall >= 0.812, "recall fell to {recall:.3}");
     assert!(specificity >= 1.0, "specificity fell to {specificity:.3}");
 }

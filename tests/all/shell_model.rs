@@ -10,7 +10,18 @@ use crate::support::*;
 
 /// The `destructive_reason` the host gives a Bash line, or None.
 fn reason(project: &Project, line: &str) -> Option<String> {
-    let (f, _) = facts(project, &tool_call("Bash", json!({"command": line})), None);
+    reason_in(project, line, None)
+}
+
+/// The same, for a line run in `cwd`.
+fn reason_in(project: &Project, line: &str, cwd: Option<&std::path::Path>) -> Option<String> {
+    let mut payload: Value =
+        serde_json::from_slice(&tool_call("Bash", json!({"command": line}))).expect("json");
+    if let Some(cwd) = cwd {
+        payload["cwd"] = json!(cwd.display().to_string());
+    }
+    let payload = serde_json::to_vec(&payload).expect("json");
+    let (f, _) = facts(project, &payload, None);
     at(&f, "tool.destructive_reason")
         .and_then(Value::as_str)
         .map(str::to_owned)
@@ -18,11 +29,19 @@ fn reason(project: &Project, line: &str) -> Option<String> {
 
 /// Every line of `table` gets the reason it names (None: it passes).
 fn assert_table(table: &[(&str, Option<&str>)]) {
-    let project = Project::new();
+    assert_table_in(&Project::new(), table, None);
+}
+
+/// The same, in `project`, for lines run in `cwd`.
+fn assert_table_in(
+    project: &Project,
+    table: &[(&str, Option<&str>)],
+    cwd: Option<&std::path::Path>,
+) {
     let wrong: Vec<String> = table
         .iter()
         .filter_map(|(line, expected)| {
-            let got = reason(&project, line);
+            let got = reason_in(project, line, cwd);
             (got.as_deref() != *expected)
                 .then(|| format!("{line:?}: {got:?}, expected {expected:?}"))
         })
@@ -57,4 +76,240 @@ fn expansion_is_bounded_in_time_and_memory() {
     let refused = run.deny_reason().expect("refused");
     assert!(refused.starts_with("[destructive-commands/"), "{refused}");
     assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+}
+
+const RD: Option<&str> = Some("recursive-delete");
+
+/// Every wrapper in the table runs its command; an unknown program whose
+/// arguments form a destructive command is judged as if it ran them; printers
+/// and look-alikes pass.
+#[test]
+fn wrappers_run_their_commands() {
+    assert_table(&[
+        ("setsid rm -rf /", RD),
+        ("flock /tmp/l rm -rf /", RD),
+        ("flock /tmp/l -c 'rm -rf /'", RD),
+        ("taskset 1 rm -rf /", RD),
+        ("taskset -c 0 git push --force", Some("force-push")),
+        ("strace -f -o log rm -rf ~", RD),
+        ("ltrace rm -rf /", RD),
+        ("script -q -c 'rm -rf /' /dev/null", RD),
+        ("su -c 'rm -rf /'", RD),
+        ("su root --command='rm -rf /'", RD),
+        ("sg wheel 'rm -rf /'", RD),
+        ("runuser -u bob -- rm -rf /", RD),
+        ("runuser bob -c 'git push -f'", Some("force-push")),
+        ("tmux new -d 'rm -rf /'", RD),
+        (
+            "tmux new-session -d -s x 'git reset --hard'",
+            Some("reset-hard"),
+        ),
+        ("tmux send-keys -t 0 'rm -rf /' Enter", RD),
+        ("screen -dmS x rm -rf /", RD),
+        ("trap 'rm -rf ~' EXIT", RD),
+        ("rlwrap rm -rf /", RD),
+        ("chroot / rm -rf /etc", RD),
+        ("unshare -r rm -rf /", RD),
+        ("eatmydata rm -rf /", RD),
+        ("direnv exec . rm -rf /", RD),
+        ("docker exec -it web rm -rf /", RD),
+        ("podman run --rm -v a:/a alpine rm -rf /", RD),
+        ("kubectl exec pod -c app -- rm -rf /", RD),
+        ("parallel rm -rf ::: /", RD),
+        ("echo 'rm -rf /' | at now", RD),
+        ("batch <<< 'rm -rf /'", RD),
+        ("nix-shell -p jq --run 'rm -rf /'", RD),
+        ("echo 'all:; rm -rf /' | make -f /dev/stdin", RD),
+        ("lua -e 'os.execute(\"rm -rf /\")'", RD),
+        ("frobnicate --quiet rm -rf /", RD),
+        ("mywrap git push --force", Some("force-push")),
+        // Look-alikes.
+        ("setsid ./server", None),
+        ("flock /tmp/l make", None),
+        ("tmux new -d 'npm run dev'", None),
+        ("tmux ls", None),
+        ("docker run --rm alpine ls /", None),
+        ("docker rm -f web-1", None),
+        ("kubectl exec pod -- ls /", None),
+        ("trap 'rm -f \"$tmp\"' EXIT", None),
+        ("parallel gzip ::: a b", None),
+        ("echo rm -rf /", None),
+        ("man rm", None),
+        ("strace -f ls", None),
+        ("su -c 'ls'", None),
+    ]);
+}
+
+/// PowerShell's call operator and Start-Process run what they name.
+#[test]
+fn powershell_call_operator_and_start_process_run_their_commands() {
+    let project = Project::new();
+    let judged = |line: &str| {
+        let (f, _) = facts(
+            &project,
+            &tool_call("PowerShell", json!({"command": line})),
+            None,
+        );
+        at(&f, "tool.destructive_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    for (line, expected) in [
+        ("& Remove-Item -Recurse -Force C:\\", RD),
+        ("& 'Remove-Item' -Recurse -Force C:\\", RD),
+        (
+            "Start-Process powershell -ArgumentList '-Command Remove-Item -Recurse -Force C:\\'",
+            RD,
+        ),
+        (
+            "Start-Process git -ArgumentList 'push','--force'",
+            Some("force-push"),
+        ),
+        ("Start-Process notepad", None),
+        ("& .\\build.ps1", None),
+    ] {
+        assert_eq!(judged(line).as_deref(), expected, "{line}");
+    }
+}
+
+/// What bash parses is what is judged: `((…) )` with a space is subshells,
+/// process substitution, coproc, functions, eval, and source of a here-string.
+#[test]
+fn bash_grammar_is_followed() {
+    assert_table(&[
+        ("((rm -rf /) )", RD),
+        ("echo $((rm -rf /) )", RD),
+        ("cat <(rm -rf /)", RD),
+        ("coproc rm -rf /", RD),
+        ("f(){ rm -rf /; }; f", RD),
+        ("g(){ g|g& }; g", Some("fork-bomb")),
+        ("g(){ g & }; g", Some("fork-bomb")),
+        ("bomb() { bomb | bomb & } ; bomb", Some("fork-bomb")),
+        ("eval 'rm -rf /'", RD),
+        ("source <<< 'rm -rf /'", RD),
+        (". /dev/stdin <<< 'git push -f'", Some("force-push")),
+        (
+            "python3 -c 'import os\nfor _ in iter(int, 1): os.fork()'",
+            Some("fork-bomb"),
+        ),
+        // Look-alikes: arithmetic, a function that does not recurse, sourcing a file.
+        ("((i = i + 1))", None),
+        ("echo $((1 + (2 * 3)))", None),
+        ("f(){ echo hi & }; f", None),
+        ("source ./env.sh", None),
+    ]);
+}
+
+/// Git's own ways to destroy history or work, and the everyday forms beside them.
+#[test]
+fn gits_own_ways_are_refused() {
+    let project = Project::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(project.dir())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "x"]);
+    git(&["branch", "other"]);
+    let table: &[(&str, Option<&str>)] = &[
+        ("git --attr-source HEAD push -f", Some("force-push")),
+        ("git -c remote.origin.mirror=true push", Some("force-push")),
+        (
+            "git -c 'remote.origin.push=+refs/heads/*:refs/heads/*' push",
+            Some("force-push"),
+        ),
+        ("git push --mirror", Some("force-push")),
+        ("git push --force-with-lease", Some("force-push")),
+        ("git push origin $(echo --force)", Some("force-push")),
+        ("git push --delete origin main", Some("remote-delete")),
+        ("git push origin :main", Some("remote-delete")),
+        ("git update-ref -d refs/heads/main", Some("ref-delete")),
+        ("git reset --merge HEAD~3", Some("reset-hard")),
+        ("git checkout -f HEAD~3 -- .", Some("discard-changes")),
+        ("git checkout -- .", Some("discard-changes")),
+        ("git restore .", Some("discard-changes")),
+        (
+            "git reflog expire --expire=now --all && git gc --prune=now",
+            Some("history-rewrite"),
+        ),
+        ("git stash clear", Some("stash-drop")),
+        ("git stash drop", Some("stash-drop")),
+        (
+            "git filter-branch --tree-filter 'rm x' HEAD",
+            Some("history-rewrite"),
+        ),
+        (
+            "git filter-repo --path x --invert-paths",
+            Some("history-rewrite"),
+        ),
+        ("git branch -M other", Some("branch-force-delete")),
+        ("git branch -C main other", Some("branch-force-delete")),
+        // Everyday forms.
+        ("git branch -M main", None),
+        ("git branch -M trunk", None),
+        ("git push origin main", None),
+        ("git push origin $(git branch --show-current)", None),
+        ("git push --follow-tags", None),
+        ("git reset --keep HEAD~1", None),
+        ("git checkout -- src/main.rs", None),
+        ("git restore --staged .", None),
+        ("git checkout -b feature", None),
+        ("git stash", None),
+        ("git stash pop", None),
+        ("git reflog", None),
+        ("git gc", None),
+    ];
+    assert_table_in(&project, table, Some(&project.dir()));
+    // Where the repository cannot be read, a rename is taken to be over a branch.
+    assert_eq!(
+        reason(&project, "git branch -M trunk").as_deref(),
+        Some("branch-force-delete")
+    );
+    // Through the hook: the embedded default refuses with its message.
+    let run = project.hook(&bash("sess-git", "git stash clear"));
+    let refused = run.deny_reason().expect("refused");
+    assert!(
+        refused.starts_with("[destructive-commands/stash-drop] Refused: it deletes stashed work"),
+        "{refused}"
+    );
+}
+
+/// Everyday commands that used to be refused: a dry-run clean, and operands a
+/// substitution makes that cannot be the root or home.
+#[test]
+fn everyday_commands_pass() {
+    let project = Project::new();
+    for line in [
+        "git clean -n",
+        "git clean -nd",
+        "git clean -ndX",
+        "rm -rf \"$(mktemp -d)\"",
+        "rm -rf $(find . -name __pycache__)",
+        "chown -R \"$(id -u)\" ./build",
+        "chmod -R u+w \"$(pwd)\"",
+    ] {
+        project.hook(&bash("sess-everyday", line)).assert_silent();
+    }
+    // What a substitution makes is still judged where it could reach root or home.
+    for line in [
+        "rm -rf $(cat dirs.txt)",
+        "rm -rf $(find / -name x)",
+        "chmod -R 777 $(echo /)",
+    ] {
+        assert!(
+            project
+                .hook(&bash("sess-everyday", line))
+                .deny_reason()
+                .is_some(),
+            "{line}"
+        );
+    }
 }

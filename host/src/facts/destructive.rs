@@ -15,6 +15,7 @@
 //! program it could be.
 
 use std::borrow::Cow;
+use std::path::Path;
 
 use super::patterns::{DOWNLOADERS, Patterns, SHELLS};
 use crate::shell::{self, Command, RedirectKind};
@@ -34,6 +35,11 @@ const FORK_BOMB: &str = "fork-bomb";
 const RECURSIVE_PERMISSIONS: &str = "recursive-permissions";
 const DOWNLOAD_TO_SHELL: &str = "download-to-shell";
 const DECODED_TO_SHELL: &str = "decoded-to-shell";
+const REMOTE_DELETE: &str = "remote-delete";
+const REF_DELETE: &str = "ref-delete";
+const DISCARD_CHANGES: &str = "discard-changes";
+const STASH_DROP: &str = "stash-drop";
+const HISTORY_REWRITE: &str = "history-rewrite";
 pub const UNANALYSABLE: &str = "unanalysable";
 
 /// Git options that come before the subcommand and take a separate value.
@@ -45,6 +51,8 @@ const GLOBAL_OPTIONS_WITH_VALUE: &[&str] = &[
     "--namespace",
     "--config-env",
     "--exec-path",
+    "--attr-source",
+    "--super-prefix",
 ];
 
 /// Directories whose recursive deletion (or change of mode or owner) wrecks the
@@ -103,6 +111,19 @@ const CRITICAL_DIRECTORIES: &[&str] = &[
 pub struct Line {
     /// A `cd` into a critical directory: `rm -rf *` now deletes it.
     in_critical_directory: bool,
+    /// Where the line runs, when known: `git branch -M` is destructive only over
+    /// an existing branch of that repository.
+    cwd: Option<std::path::PathBuf>,
+}
+
+impl Line {
+    /// A line that runs in `cwd`, when it is known.
+    pub fn in_dir(cwd: Option<&Path>) -> Line {
+        Line {
+            cwd: cwd.map(Path::to_path_buf),
+            ..Line::default()
+        }
+    }
 }
 
 /// The first destructive command in a POSIX shell command line.
@@ -141,7 +162,12 @@ pub fn line_reason(line: &str) -> Option<Reason> {
         if !name.is_empty() {
             let body = &compact[definition + 3..];
             let body = &body[..body.find('}').unwrap_or(body.len())];
-            if body.contains(&format!("{name}|{name}")) && body.contains('&') {
+            // A function that calls itself in the background, whatever its name.
+            let backgrounds = body.replace("&&", "").contains('&');
+            let recurses = body
+                .split(['|', '&', ';', '(', ')', '{', '}'])
+                .any(|token| token == name);
+            if backgrounds && recurses {
                 return Some(Cow::Borrowed(FORK_BOMB));
             }
         }
@@ -152,6 +178,8 @@ pub fn line_reason(line: &str) -> Option<Reason> {
 
 /// Judges one simple command, in the line so far.
 pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<Reason> {
+    let cwd = line.cwd.clone();
+    let cwd = cwd.as_deref();
     if let Some(reason) = device_redirect(command) {
         return Some(Cow::Borrowed(reason));
     }
@@ -178,11 +206,48 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
     } else {
         command
     };
+    // `git push origin $(echo --force)`: a substitution of `echo`/`printf`
+    // produces its arguments.
+    let substituted;
+    let command = match printed_operands(command) {
+        Some(argv) => {
+            substituted = Command {
+                argv,
+                ..command.clone()
+            };
+            &substituted
+        }
+        None => command,
+    };
+    // `rm -rf "$(mktemp -d)"`: an operand a substitution made is unknown, and
+    // judged as the root unless what made it is known to stay clear of it.
+    let cleared;
+    let command = if command.argv.iter().skip(1).any(String::is_empty)
+        && !command.fed_by.is_empty()
+        && command
+            .fed_by
+            .iter()
+            .all(|f| produces_no_critical_path(&shell::feeder(f), cwd))
+    {
+        cleared = Command {
+            argv: command
+                .argv
+                .iter()
+                .filter(|w| !w.is_empty())
+                .cloned()
+                .collect(),
+            ..command.clone()
+        };
+        &cleared
+    } else {
+        command
+    };
     if line.in_critical_directory
         && matches!(shell::program(first), "rm" | "chmod" | "chown")
         && operands(&command.argv[1..]).any(|o| matches!(o, "*" | "." | "./*" | ".*"))
         && let Some(reason) = judge_program(
             shell::program(first),
+            None,
             &Command {
                 argv: command
                     .argv
@@ -215,14 +280,179 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
     if computed {
         return ["git", "rm", "chmod", "dd", "find"]
             .iter()
-            .find_map(|name| judge_program(name, command))
+            .find_map(|name| judge_program(name, cwd, command))
             .map(Cow::Borrowed);
     }
-    judge_program(program, command).map(Cow::Borrowed)
+    judge_program(program, cwd, command)
+        .or_else(|| as_if_wrapped(program, command))
+        .map(Cow::Borrowed)
+}
+
+/// Programs whose arguments are data, never a command they run: `echo rm -rf /`
+/// prints.
+const DATA_PROGRAMS: &[&str] = &[
+    "echo",
+    "printf",
+    "print",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ag",
+    "ack",
+    "man",
+    "info",
+    "help",
+    "which",
+    "whereis",
+    "type",
+    "whatis",
+    "apropos",
+    "alias",
+    "unalias",
+    "complete",
+    "compgen",
+    "hash",
+    "cowsay",
+    "figlet",
+    "logger",
+    "notify-send",
+    "say",
+    "wall",
+    "git",
+    "test",
+    "[",
+    "[[",
+    "expr",
+    "read",
+    "declare",
+    "export",
+    "local",
+    "readonly",
+    "typeset",
+    "set",
+    "jq",
+    "yq",
+    "sed",
+    "tldr",
+    "cheat",
+    "history",
+    "gh",
+    "glab",
+    "write-host",
+    "write-output",
+];
+
+/// Programs whose commands are judged when they appear inside another's
+/// arguments.
+const JUDGED_INSIDE: &[&str] = &[
+    "rm",
+    "git",
+    "dd",
+    "find",
+    "chmod",
+    "chown",
+    "chgrp",
+    "shred",
+    "wipefs",
+    "fdisk",
+    "sfdisk",
+    "parted",
+    "blkdiscard",
+    "mkfs",
+    "mke2fs",
+    "rsync",
+    "nvme",
+    "cryptsetup",
+];
+
+/// At most this many inner commands are tried in one command's arguments.
+const MAX_INNER_TRIES: usize = 8;
+
+/// Whether what `argv` prints is never the root, the home directory or a
+/// system directory: a new temporary directory, ids and names, the working
+/// directory (when it is not one), what `find`/`ls` list under a directory that is
+/// not one, and what `echo`/`printf` print (judged as words).
+fn produces_no_critical_path(argv: &[String], cwd: Option<&Path>) -> bool {
+    let Some(first) = argv.first() else {
+        return false;
+    };
+    let args = &argv[1..];
+    let cwd_is_clear = || {
+        cwd.is_some_and(|cwd| {
+            let cwd = cwd.to_string_lossy();
+            let home = std::env::var("HOME").unwrap_or_default();
+            !is_critical(&cwd) && cwd.trim_end_matches('/') != home.trim_end_matches('/')
+        })
+    };
+    match shell::program(first) {
+        "mktemp" | "id" | "whoami" | "date" | "uname" | "hostname" | "nproc" | "echo"
+        | "printf" | "basename" => true,
+        "pwd" => cwd_is_clear(),
+        // What they list lies under where they start.
+        "find" | "fd" | "ls" => match operands(args).next() {
+            Some(start) if start.starts_with('/') || start.starts_with('~') => !is_critical(start),
+            Some(start) => !is_critical(start) && (cwd.is_none() || cwd_is_clear()),
+            None => cwd.is_none() || cwd_is_clear(),
+        },
+        _ => false,
+    }
+}
+
+/// The words a command's empty operands (what a substitution made) stand for,
+/// when a substitution feeding it only prints (`$(echo --force)`).
+fn printed_operands(command: &Command) -> Option<Vec<String>> {
+    if !command.argv.iter().skip(1).any(String::is_empty) {
+        return None;
+    }
+    let printed: Vec<String> = command
+        .fed_by
+        .iter()
+        .map(|f| shell::feeder(f))
+        .filter(|f| {
+            f.first()
+                .is_some_and(|p| matches!(shell::program(p), "echo" | "printf"))
+        })
+        .flat_map(|f| {
+            f.into_iter()
+                .skip(1)
+                .filter(|w| !matches!(w.as_str(), "-n" | "-e"))
+        })
+        .collect();
+    if printed.is_empty() {
+        return None;
+    }
+    let mut argv = command.argv.clone();
+    argv.extend(printed);
+    Some(argv)
+}
+
+/// A program not known to run its arguments, whose arguments form a destructive
+/// command (`frobnicate --quiet rm -rf /`), is judged as if it ran them: an
+/// unknown wrapper must not be a way around the rules.
+fn as_if_wrapped(program: &str, command: &Command) -> Option<&'static str> {
+    if DATA_PROGRAMS.contains(&program) {
+        return None;
+    }
+    command.argv[1..]
+        .iter()
+        .enumerate()
+        .filter(|(_, word)| {
+            let inner = shell::program(word);
+            JUDGED_INSIDE.contains(&inner) || inner.starts_with("mkfs")
+        })
+        .take(MAX_INNER_TRIES)
+        .find_map(|(at, word)| {
+            let inner = Command {
+                argv: command.argv[at + 1..].to_vec(),
+                ..Command::default()
+            };
+            judge_program(shell::program(word), None, &inner)
+        })
 }
 
 /// The rules of one program over a command's arguments.
-fn judge_program(program: &str, command: &Command) -> Option<&'static str> {
+fn judge_program(program: &str, cwd: Option<&Path>, command: &Command) -> Option<&'static str> {
     let args = &command.argv[1..];
     if SHELLS.contains(&program) {
         if args.iter().any(|a| line_reason(a).is_some()) || forks_in_a_loop(program, args) {
@@ -236,7 +466,9 @@ fn judge_program(program: &str, command: &Command) -> Option<&'static str> {
             return Some(DOWNLOAD_TO_SHELL);
         }
     }
-    if SHELLS.contains(&program) && runs_what_it_is_fed(program, args) {
+    if (SHELLS.contains(&program) && runs_what_it_is_fed(program, args))
+        || shell::runs_stdin(&command.argv)
+    {
         let feeders: Vec<Vec<String>> = command.fed_by.iter().map(|f| shell::feeder(f)).collect();
         if feeders.iter().any(|argv| is_downloader(argv)) {
             return Some(DOWNLOAD_TO_SHELL);
@@ -266,14 +498,19 @@ fn judge_program(program: &str, command: &Command) -> Option<&'static str> {
         }
     }
     match program {
-        "git" => judge_git(args),
+        "git" => judge_git(args, cwd),
         "rm" | "rmdir" | "unlink" => judge_rm(command),
         "find" => judge_find(args),
         "chmod" | "chown" | "chgrp" | "setfacl" => {
             let recursive = args
                 .iter()
                 .any(|a| a == "--recursive" || (is_short_options(a) && a.contains('R')));
-            (recursive && operands(args).any(is_critical)).then_some(RECURSIVE_PERMISSIONS)
+            // The first operand is the mode or owner (setfacl's is a path).
+            let skip = usize::from(
+                program != "setfacl" && !args.iter().any(|a| a.starts_with("--reference")),
+            );
+            (recursive && operands(args).skip(skip).any(is_critical))
+                .then_some(RECURSIVE_PERMISSIONS)
         }
         "dd" => args
             .iter()
@@ -429,7 +666,17 @@ fn forks_in_a_loop(program: &str, args: &[String]) -> bool {
         "perl" | "python" | "python2" | "python3" | "ruby" | "node"
     ) && args.iter().any(|code| {
         code.matches("fork").count() >= 2
-            || (code.contains("fork") && (code.contains("while") || code.contains("loop")))
+            || (code.contains("fork")
+                && [
+                    "while",
+                    "loop",
+                    "iter(",
+                    "itertools.count",
+                    "for(;;)",
+                    "for (;;)",
+                ]
+                .iter()
+                .any(|endless| code.contains(endless)))
     })
 }
 
@@ -539,7 +786,7 @@ fn is_block_device(path: &str) -> bool {
 }
 
 /// Judges git's arguments (everything after `git`).
-fn judge_git(args: &[String]) -> Option<&'static str> {
+fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
     let mut rest = args.iter().map(String::as_str);
     let mut settings: Vec<(String, String)> = Vec::new();
     let subcommand = loop {
@@ -569,7 +816,7 @@ fn judge_git(args: &[String]) -> Option<&'static str> {
                             .first()
                             .is_some_and(|p| shell::program(p) == "git")
                     {
-                        found = judge_git(&command.argv[1..]);
+                        found = judge_git(&command.argv[1..], cwd);
                     }
                 });
                 found
@@ -578,7 +825,7 @@ fn judge_git(args: &[String]) -> Option<&'static str> {
                 let mut expanded: Vec<String> =
                     expansion.split_whitespace().map(str::to_owned).collect();
                 expanded.extend(args.iter().map(|a| (*a).to_owned()));
-                judge_git(&expanded)
+                judge_git(&expanded, cwd)
             }
         };
     }
@@ -593,15 +840,82 @@ fn judge_git(args: &[String]) -> Option<&'static str> {
             name.len() >= shortest && option.starts_with(name)
         })
     };
+    let setting = |pattern: &dyn Fn(&str, &str) -> bool| {
+        settings.iter().any(|(key, value)| pattern(key, value))
+    };
+    let operands: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     match subcommand {
         "push" => {
+            // A mirror push, or a push refspec with `+`, set for this call.
+            let forced_by_settings = setting(&|key, value| {
+                (key.starts_with("remote.") && key.ends_with(".mirror") && !is_false(value))
+                    || (key.starts_with("remote.")
+                        && key.ends_with(".push")
+                        && value.starts_with('+'))
+            });
             let forced = short('f')
                 || long("--force", 5)
                 || long("--force-with-lease", 9)
+                || long("--force-if-includes", 9)
+                || long("--mirror", 3)
+                || forced_by_settings
                 || args.iter().any(|a| a.starts_with('+') && a.len() > 1);
-            forced.then_some(FORCE_PUSH)
+            if forced {
+                return Some(FORCE_PUSH);
+            }
+            // `--delete`, `-d`, or a refspec with nothing before the colon.
+            let deletes = short('d')
+                || long("--delete", 4)
+                || long("--prune", 4)
+                || operands
+                    .iter()
+                    .skip(1)
+                    .any(|a| a.starts_with(':') && a.len() > 1);
+            deletes.then_some(REMOTE_DELETE)
         }
-        "reset" => long("--hard", 4).then_some(RESET_HARD),
+        "reset" => (long("--hard", 4) || long("--merge", 3)).then_some(RESET_HARD),
+        "update-ref" => (short('d') || long("--stdin", 4)).then_some(REF_DELETE),
+        "checkout" | "restore" => {
+            // Whole-tree pathspecs after `--`, or forced switches, discard work.
+            let whole_tree = |a: &&str| matches!(*a, "." | "./" | ":/" | "*" | ":(top)");
+            let dashes = args.iter().position(|a| *a == "--");
+            let pathspecs: Vec<&str> = match dashes {
+                Some(at) => args[at + 1..].to_vec(),
+                None if subcommand == "restore" => operands.clone(),
+                None => operands.iter().copied().filter(|a| whole_tree(a)).collect(),
+            };
+            let staged_only = subcommand == "restore"
+                && (long("--staged", 3) || short('S'))
+                && !(long("--worktree", 3) || short('W'));
+            let forced = subcommand == "checkout" && (short('f') || long("--force", 4));
+            ((pathspecs.iter().any(whole_tree) && !staged_only) || (forced && dashes.is_some()))
+                .then_some(DISCARD_CHANGES)
+        }
+        "stash" => matches!(operands.first(), Some(&"clear") | Some(&"drop")).then_some(STASH_DROP),
+        "reflog" => {
+            let expires_now = args.iter().any(|a| {
+                a.starts_with("--expire")
+                    && matches!(a.rsplit('=').next(), Some("now" | "all" | "0"))
+            });
+            (matches!(operands.first(), Some(&"delete"))
+                || (matches!(operands.first(), Some(&"expire")) && expires_now))
+                .then_some(HISTORY_REWRITE)
+        }
+        "filter-branch" | "filter-repo" => Some(HISTORY_REWRITE),
+        "branch"
+            if args.iter().any(|a| {
+                a.starts_with('-') && !a.starts_with("--") && (a.contains('M') || a.contains('C'))
+            }) || (short('f')
+                && (short('m') || short('c') || long("--move", 3) || long("--copy", 3))) =>
+        {
+            // Renaming or copying over a branch that exists drops its commits.
+            let target = operands.last()?;
+            existing_branch(cwd, target).then_some(BRANCH_FORCE_DELETE)
+        }
         "clean" => {
             let dry_run = short('n') || long("--dry-run", 3);
             let interactive = short('i') || long("--interactive", 3);
@@ -620,6 +934,33 @@ fn judge_git(args: &[String]) -> Option<&'static str> {
             (capital_d || (delete && force)).then_some(BRANCH_FORCE_DELETE)
         }
         _ => None,
+    }
+}
+
+/// Whether `name` is a branch of the repository at `cwd` other than the one
+/// checked out (renaming the current branch onto itself changes nothing). Unknown
+/// (no cwd, git cannot run) counts as existing.
+fn existing_branch(cwd: Option<&Path>, name: &str) -> bool {
+    let Some(cwd) = cwd else {
+        return true;
+    };
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(cwd)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+    };
+    let reference = format!("refs/heads/{name}");
+    match git(&["show-ref", "--verify", "--quiet", &reference]) {
+        Ok(out) if out.status.code() == Some(1) => false,
+        Ok(out) if out.status.success() => git(&["symbolic-ref", "--quiet", "HEAD"])
+            .map_or(true, |head| {
+                String::from_utf8_lossy(&head.stdout).trim() != reference
+            }),
+        _ => true,
     }
 }
 

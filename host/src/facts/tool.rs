@@ -151,9 +151,19 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<(Map<String, Val
             );
         }
         if is_shell {
-            effects = Effects::of_line(&command, false, patterns);
+            effects = Effects::of_line(
+                &command,
+                false,
+                input.cwd.as_deref().map(Path::new),
+                patterns,
+            );
         } else if is_powershell {
-            effects = Effects::of_line(&command, true, patterns);
+            effects = Effects::of_line(
+                &command,
+                true,
+                input.cwd.as_deref().map(Path::new),
+                patterns,
+            );
         } else if normalised == "apply_patch" {
             for file in patched_files(&command) {
                 effects.write(&file);
@@ -349,9 +359,9 @@ struct Effects {
 }
 
 impl Effects {
-    fn of_line(line: &str, powershell: bool, patterns: &Patterns) -> Effects {
+    fn of_line(line: &str, powershell: bool, cwd: Option<&Path>, patterns: &Patterns) -> Effects {
         let mut effects = Effects::default();
-        let mut line_state = destructive::Line::default();
+        let mut line_state = destructive::Line::in_dir(cwd);
         let mut each = |command: Command| effects.take_in(&command, patterns, &mut line_state);
         let too_deep = if powershell {
             shell::powershell::visit(line, 0, &mut each)
@@ -530,6 +540,48 @@ impl Effects {
             "restore" => operands(rest, &["-s", "--source"]).collect(),
             // `git rm --cached` leaves the working tree alone.
             "rm" if rest.iter().any(|a| a == "--cached") => return,
+            // `git clean -n`: a dry run lists, deletes nothing.
+            "clean"
+                if rest.iter().any(|a| {
+                    a == "--dry-run"
+                        || (a.starts_with('-') && !a.starts_with("--") && a.contains('n'))
+                }) =>
+            {
+                return;
+            }
+            // Whole-tree rewrites of tracked files.
+            "stash" if !matches!(rest.first().map(String::as_str), Some("list" | "show")) => {
+                vec!["."]
+            }
+            "apply" | "am"
+                if !rest.iter().any(|a| {
+                    matches!(
+                        a.as_str(),
+                        "--check" | "--stat" | "--numstat" | "--summary" | "--cached"
+                    )
+                }) =>
+            {
+                vec!["."]
+            }
+            "reset"
+                if rest
+                    .iter()
+                    .any(|a| matches!(a.as_str(), "--hard" | "--merge" | "--keep")) =>
+            {
+                vec!["."]
+            }
+            "checkout-index" if rest.iter().any(|a| a == "-a" || a == "--all") => vec!["."],
+            "checkout-index" => operands(rest, &["--prefix", "--stage"]).collect(),
+            "mv" => {
+                let moved: Vec<&str> = operands(rest, &[]).collect();
+                if let Some((destination, sources)) = moved.split_last() {
+                    for source in sources {
+                        self.remove(source);
+                    }
+                    self.write(destination);
+                }
+                return;
+            }
             "rm" | "clean" => {
                 let mut paths: Vec<&str> = operands(rest, &["-e", "--exclude"]).collect();
                 if args[at] == "clean" && paths.is_empty() {
@@ -696,7 +748,7 @@ mod tests {
     use super::*;
 
     fn effects(line: &str) -> Effects {
-        Effects::of_line(line, false, &Patterns::default())
+        Effects::of_line(line, false, None, &Patterns::default())
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub fn scripts(argv: &[String]) -> Vec<Script> {
             .collect(),
         "powershell" | "pwsh" => powershell_script(args).into_iter().collect(),
         "python" | "python2" | "python3" | "node" | "nodejs" | "perl" | "ruby" | "php" | "deno"
-        | "bun" => interpreter_code(name, args)
+        | "bun" | "lua" | "luajit" => interpreter_code(name, args)
             .map(|code| from_code(&code))
             .unwrap_or_default(),
         "awk" | "gawk" | "mawk" | "nawk" => {
@@ -201,6 +201,7 @@ fn interpreter_code(name: &str, args: &[String]) -> Option<String> {
         "perl" => &["-e", "-E"],
         "ruby" => &["-e"],
         "php" => &["-r"],
+        "lua" | "luajit" => &["-e"],
         "deno" => {
             return (args.first().map(String::as_str) == Some("eval")).then(|| args[1..].join(" "));
         }

@@ -307,6 +307,8 @@ const ALIASES: &[(&str, &str)] = &[
 
 /// Parameters that take a value, for the cmdlets translated below.
 const VALUED: &[&str] = &[
+    "filepath",
+    "argumentlist",
     "path",
     "literalpath",
     "filter",
@@ -328,7 +330,9 @@ const VALUED: &[&str] = &[
 
 /// A command with its aliases resolved and, where there is one, its POSIX form.
 fn translate(words: Vec<String>, mut redirects: Vec<Redirect>, fed_by: Vec<Feeder>) -> Command {
-    let mut words = words.into_iter();
+    let mut words = words.into_iter().peekable();
+    // The call and dot-source operators run the command named next.
+    while words.next_if(|w| w == "&" || w == ".").is_some() {}
     let Some(first) = words.next() else {
         return Command {
             redirects,
@@ -403,6 +407,28 @@ fn translate(words: Vec<String>, mut redirects: Vec<Redirect>, fed_by: Vec<Feede
             argv.push("--".into());
             argv.extend(paths(&["path", "literalpath"]));
             argv
+        }
+        // `Start-Process FILE -ArgumentList 'a b'`: FILE runs with those words.
+        "start-process" => {
+            let file = named
+                .iter()
+                .find(|(p, _)| "filepath".starts_with(p.as_str()))
+                .map(|(_, v)| v.clone())
+                .or_else(|| operands.first().cloned());
+            let arguments = named
+                .iter()
+                .find(|(p, _)| "argumentlist".starts_with(p.as_str()) || p == "args")
+                .map(|(_, v)| v.clone())
+                .or_else(|| operands.get(1).cloned());
+            let mut argv: Vec<String> = file.into_iter().collect();
+            argv.extend(
+                arguments
+                    .iter()
+                    .flat_map(|a| a.split([',', ' ']))
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_owned),
+            );
+            return translate(argv, redirects, fed_by);
         }
         "get-content" => {
             let mut argv = vec!["cat".to_owned(), "--".to_owned()];

@@ -67,6 +67,31 @@ const REASONS: &[(&str, &str, &str)] = &[
         "use `git branch -d`, which refuses to drop unmerged work",
     ),
     (
+        "remote-delete",
+        "it deletes branches or tags on the remote",
+        "ask the user to delete remote refs themselves",
+    ),
+    (
+        "ref-delete",
+        "`git update-ref -d` deletes a ref and can orphan its commits",
+        "use `git branch -d` or `git tag -d`, which say what they drop",
+    ),
+    (
+        "discard-changes",
+        "it throws away uncommitted changes across the working tree",
+        "use `git stash` to set them aside, or restore the specific files you mean",
+    ),
+    (
+        "stash-drop",
+        "it deletes stashed work for good",
+        "leave the stash in place; `git stash list` shows what is there",
+    ),
+    (
+        "history-rewrite",
+        "it rewrites or erases the repository's history (`filter-branch`, `filter-repo`, expiring the reflog)",
+        "make a new commit instead, and ask the user before any history rewrite",
+    ),
+    (
         "history-clear",
         "it erases history that cannot be recovered",
         "leave the history in place",

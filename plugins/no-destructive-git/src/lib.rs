@@ -1,5 +1,7 @@
 //! no-destructive-git: refuses git commands that destroy work with no way back —
-//! force pushes, `reset --hard`, `clean -f` and forced branch deletion — however
+//! force and mirror pushes, remote deletions, `reset --hard`/`--merge`, `clean -f`,
+//! forced branch deletion or renaming over a branch, whole-tree checkouts and
+//! restores, stash drops, ref deletion and history rewrites — however
 //! they are wrapped (`FOO=1 git …`, `bash -c "git …"`, `cd x && git …`, `$(…)`).
 //!
 //! The host analyses the command line once, natively and in linear time, and
@@ -36,6 +38,31 @@ const RULES: &[Rule] = &[
         reason: "branch-force-delete",
         what: "`git branch -D` deletes a branch even when its commits are not merged",
         instead: "use `git branch -d`, which refuses to drop unmerged work",
+    },
+    Rule {
+        reason: "remote-delete",
+        what: "it deletes branches or tags on the remote",
+        instead: "ask the user to delete remote refs themselves",
+    },
+    Rule {
+        reason: "ref-delete",
+        what: "`git update-ref -d` deletes a ref and can orphan its commits",
+        instead: "use `git branch -d` or `git tag -d`, which say what they drop",
+    },
+    Rule {
+        reason: "discard-changes",
+        what: "it throws away uncommitted changes across the working tree",
+        instead: "use `git stash` to set them aside, or restore the specific files you mean",
+    },
+    Rule {
+        reason: "stash-drop",
+        what: "it deletes stashed work for good",
+        instead: "leave the stash in place; `git stash list` shows what is there",
+    },
+    Rule {
+        reason: "history-rewrite",
+        what: "it rewrites or erases the repository's history (`filter-branch`, `filter-repo`, expiring the reflog)",
+        instead: "make a new commit instead, and ask the user before any history rewrite",
     },
     Rule {
         reason: "unanalysable",
