@@ -97,25 +97,46 @@ pub fn visit(line: &str, each: &mut dyn FnMut(Command)) -> bool {
     too_deep || variables.exhausted
 }
 
-/// `{rm,-rf,/}` is the words `rm -rf /`: brace expansion of comma lists with
-/// no spaces, which bash performs before running the command.
+/// `{rm,-rf,/}` is the words `rm -rf /`, and `/{etc,usr}` the words `/etc /usr`:
+/// brace expansion of comma lists with no spaces, which bash performs before
+/// running the command (one list per word; `${x}` is a variable, not a list).
 fn expand_braces(argv: Vec<String>) -> Vec<String> {
-    if !argv
-        .iter()
-        .any(|w| w.starts_with('{') && w.ends_with('}') && w.contains(','))
-    {
+    if !argv.iter().any(|w| brace_list(w).is_some()) {
         return argv;
     }
     let mut expanded = Vec::with_capacity(argv.len());
     for word in argv {
-        match word.strip_prefix('{').and_then(|w| w.strip_suffix('}')) {
-            Some(inner) if inner.contains(',') && !inner.contains(['{', '}']) => {
-                expanded.extend(inner.split(',').map(str::to_owned))
+        match brace_list(&word) {
+            Some((open, close)) => {
+                let (prefix, inner, suffix) =
+                    (&word[..open], &word[open + 1..close], &word[close + 1..]);
+                expanded.extend(
+                    inner
+                        .split(',')
+                        .take(MAX_BRACE_ITEMS)
+                        .map(|item| format!("{prefix}{item}{suffix}")),
+                )
             }
-            _ => expanded.push(word),
+            None => expanded.push(word),
         }
     }
     expanded
+}
+
+/// At most this many items of one brace list become words.
+const MAX_BRACE_ITEMS: usize = 64;
+
+/// Where a word's brace list opens and closes: `{a,b}` with a comma, no
+/// whitespace, no nested braces, not after `$`.
+fn brace_list(word: &str) -> Option<(usize, usize)> {
+    let open = word.find('{')?;
+    if word[..open].ends_with('$') || word.contains(char::is_whitespace) {
+        return None;
+    }
+    let close = open + word[open..].find('}')?;
+    let inner = &word[open + 1..close];
+    (inner.contains(',') && !inner.contains('{') && !word[close + 1..].contains(['{', '}']))
+        .then_some((open, close))
 }
 
 /// Variables assigned by earlier commands of the line (`x=rm; $x -rf /`), so a
@@ -139,12 +160,18 @@ const MAX_VARIABLE_LEN: usize = 4096;
 pub const MAX_EXPANDED_BYTES: usize = 1 << 20;
 
 impl Variables {
-    /// Records the assignments of a command made only of assignments.
+    /// Records the assignments of a command made only of assignments, or of
+    /// `export`/`declare`/`local`/`readonly`/`typeset` (`export D=/`).
     fn record(&mut self, argv: &[String]) {
-        if argv.is_empty() || !argv.iter().all(|w| is_assignment(w)) {
-            return;
-        }
-        for word in argv {
+        let assignments = match argv.first().map(String::as_str) {
+            Some("export" | "declare" | "local" | "readonly" | "typeset") => argv[1..]
+                .iter()
+                .filter(|w| is_assignment(w))
+                .collect::<Vec<_>>(),
+            Some(_) if argv.iter().all(|w| is_assignment(w)) => argv.iter().collect(),
+            _ => return,
+        };
+        for word in assignments {
             if let Some((name, value)) = word.split_once('=')
                 && value.len() <= MAX_VARIABLE_LEN
                 && (self.values.len() < MAX_VARIABLES || self.values.contains_key(name))
@@ -158,7 +185,7 @@ impl Variables {
     /// its value, split into words as the shell would split it. Past the line's
     /// budget words are left as written and the line is marked exhausted.
     fn resolve(&mut self, argv: Vec<String>) -> Vec<String> {
-        if self.values.is_empty() || !argv.iter().any(|w| w.starts_with('$')) {
+        if self.values.is_empty() || !argv.iter().any(|w| w.contains('$')) {
             return argv;
         }
         let mut resolved = Vec::with_capacity(argv.len());
@@ -176,10 +203,48 @@ impl Variables {
                     self.exhausted = true;
                     resolved.push(word)
                 }
+                None if word.contains('$') => resolved.push(self.within(word)),
                 None => resolved.push(word),
             }
         }
         resolved
+    }
+
+    /// Replaces the references to known variables inside a word (`"$D"/*`,
+    /// `of=${DISK}`), as one word.
+    fn within(&mut self, word: String) -> String {
+        let mut out = String::with_capacity(word.len());
+        let mut rest = word.as_str();
+        while let Some(at) = rest.find('$') {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + 1..];
+            let (name, used) = match after.strip_prefix('{') {
+                Some(braced) => match braced.find('}') {
+                    Some(end) => (&braced[..end], end + 2),
+                    None => ("", 0),
+                },
+                None => {
+                    let end = after
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(after.len());
+                    (&after[..end], end)
+                }
+            };
+            match self.values.get(name) {
+                Some(value) if self.expanded + value.len() <= MAX_EXPANDED_BYTES => {
+                    self.expanded += value.len().max(1);
+                    out.push_str(value);
+                    rest = &after[used..];
+                }
+                found => {
+                    self.exhausted |= found.is_some();
+                    out.push('$');
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
     }
 }
 
@@ -202,30 +267,14 @@ fn collect(
         }
         if !command.argv.is_empty() {
             for argv in find_exec_commands(&command.argv) {
+                let argv = unwrap(argv).0;
+                scripts_too_deep |= follow_scripts(&argv, depth, variables, out);
                 out(Command {
-                    argv: unwrap(argv).0,
+                    argv,
                     ..Command::default()
                 });
             }
-            let scripts = embedded::scripts(&command.argv)
-                .into_iter()
-                .chain(wrappers::scripts(&command.argv));
-            for script in scripts {
-                match script {
-                    _ if depth >= MAX_DEPTH => scripts_too_deep = true,
-                    Script::Shell(text) => {
-                        scripts_too_deep |= collect(&text, depth + 1, variables, out)
-                    }
-                    Script::PowerShell(text) => {
-                        scripts_too_deep |= powershell::visit(&text, depth + 1, out)
-                    }
-                    Script::Unanalysable => scripts_too_deep = true,
-                    Script::Command(argv) => out(Command {
-                        argv,
-                        ..Command::default()
-                    }),
-                }
-            }
+            scripts_too_deep |= follow_scripts(&command.argv, depth, variables, out);
         }
         out(command)
     };
@@ -235,6 +284,33 @@ fn collect(
         lexer.too_deep
     };
     lexed_too_deep || scripts_too_deep
+}
+
+/// Analyses the scripts and commands `argv` runs besides itself (`sh -c`, an
+/// interpreter's code, a wrapper's script); true when one is too deep to follow.
+fn follow_scripts(
+    argv: &[String],
+    depth: usize,
+    variables: &mut Variables,
+    out: &mut dyn FnMut(Command),
+) -> bool {
+    let mut too_deep = false;
+    let scripts = embedded::scripts(argv)
+        .into_iter()
+        .chain(wrappers::scripts(argv));
+    for script in scripts {
+        match script {
+            _ if depth >= MAX_DEPTH => too_deep = true,
+            Script::Shell(text) => too_deep |= collect(&text, depth + 1, variables, out),
+            Script::PowerShell(text) => too_deep |= powershell::visit(&text, depth + 1, out),
+            Script::Unanalysable => too_deep = true,
+            Script::Command(argv) => out(Command {
+                argv,
+                ..Command::default()
+            }),
+        }
+    }
+    too_deep
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

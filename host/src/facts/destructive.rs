@@ -111,6 +111,9 @@ const CRITICAL_DIRECTORIES: &[&str] = &[
 pub struct Line {
     /// A `cd` into a critical directory: `rm -rf *` now deletes it.
     in_critical_directory: bool,
+    /// Files a download was saved to earlier in the line (`curl -o f URL`), so
+    /// running one (`sh f`, `./f`) is running the download.
+    downloaded: Vec<String>,
     /// Where the line runs, when known: `git branch -M` is destructive only over
     /// an existing branch of that repository.
     cwd: Option<std::path::PathBuf>,
@@ -180,7 +183,10 @@ pub fn line_reason(line: &str) -> Option<Reason> {
 pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<Reason> {
     let cwd = line.cwd.clone();
     let cwd = cwd.as_deref();
-    if let Some(reason) = device_redirect(command) {
+    if let Some(reason) = device_redirect(command).or_else(|| history_truncated(command)) {
+        return Some(Cow::Borrowed(reason));
+    }
+    if let Some(reason) = runs_a_download(command, line) {
         return Some(Cow::Borrowed(reason));
     }
     let first = command.argv.first()?;
@@ -188,9 +194,28 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
         first.as_str(),
         "cd" | "pushd" | "set-location" | "sl" | "chdir"
     ) {
-        line.in_critical_directory = command.argv.get(1).is_none_or(|d| is_critical(d));
+        let target = command.argv.get(1);
+        line.in_critical_directory = target.is_none_or(|d| reaches_critical(d, cwd));
+        // Later relative paths are from there.
+        line.cwd = match target {
+            Some(dir) => absolute(dir, cwd).map(std::path::PathBuf::from),
+            None => home().map(std::path::PathBuf::from),
+        };
         return None;
     }
+    // `rm -rf ../../..`, `~/../..`, `/e?c`: path operands that reach a critical
+    // directory, written as it.
+    let resolved;
+    let command = match resolve_operands(command, cwd) {
+        Some(argv) => {
+            resolved = Command {
+                argv,
+                ..command.clone()
+            };
+            &resolved
+        }
+        None => command,
+    };
     // `echo / | xargs rm -rf`: what xargs reads becomes operands.
     let widened;
     let command = if command.args_from_stdin {
@@ -560,8 +585,120 @@ fn judge_program(program: &str, cwd: Option<&Path>, command: &Command) -> Option
             (!dry_run && operands(args).any(is_block_device)).then_some(DISK_FORMAT)
         }
         "history" => args.iter().any(|a| a == "-c").then_some(HISTORY_CLEAR),
+        // `rsync --delete src/ ~/` deletes whatever the destination has that the
+        // source does not.
+        "rsync" => {
+            let deletes = args
+                .iter()
+                .any(|a| a.starts_with("--del") || a == "--remove-source-files");
+            (deletes && operands(args).last().is_some_and(is_critical)).then_some(RECURSIVE_DELETE)
+        }
+        "nvme" => (matches!(
+            args.first().map(String::as_str),
+            Some("format" | "sanitize")
+        ) && operands(args).any(is_block_device))
+        .then_some(DISK_FORMAT),
+        "cryptsetup" => (operands(args)
+            .any(|a| matches!(a, "luksFormat" | "erase" | "luksErase" | "reencrypt"))
+            && operands(args).any(is_block_device))
+        .then_some(DISK_FORMAT),
         _ => None,
     }
+}
+
+/// Shell history files: truncating or deleting one erases the record of what ran.
+const HISTORY_FILES: &[&str] = &[
+    ".bash_history",
+    ".zsh_history",
+    ".zhistory",
+    ".history",
+    ".sh_history",
+    ".ksh_history",
+    "fish_history",
+];
+
+fn is_history_file(path: &str) -> bool {
+    let name = shell::program(path.trim_matches('"'));
+    HISTORY_FILES.contains(&name) || path.contains("$HISTFILE") || path.contains("${HISTFILE}")
+}
+
+/// `> ~/.bash_history`, `truncate -s 0 ~/.zsh_history`, `rm ~/.bash_history`,
+/// `ln -sf /dev/null ~/.bash_history`, `cp /dev/null …`.
+fn history_truncated(command: &Command) -> Option<&'static str> {
+    let truncates = command
+        .redirects
+        .iter()
+        .any(|r| r.kind == RedirectKind::Write && is_history_file(&r.target));
+    let program = command.argv.first().map(|p| shell::program(p));
+    let erases = matches!(
+        program,
+        Some("truncate" | "rm" | "unlink" | "shred" | "ln" | "cp" | "mv")
+    ) && operands(&command.argv[1..]).any(is_history_file)
+        && !(program == Some("cp")
+            && operands(&command.argv[1..])
+                .next()
+                .is_some_and(is_history_file));
+    (truncates || erases).then_some(HISTORY_CLEAR)
+}
+
+/// At most this many downloaded files are remembered on one line.
+const MAX_DOWNLOADS: usize = 16;
+
+/// Notes the file a downloader saves to, and judges a command that runs a file
+/// downloaded earlier in the line (`curl -o i.sh URL && sh i.sh`).
+fn runs_a_download(command: &Command, line: &mut Line) -> Option<&'static str> {
+    let argv = &command.argv;
+    let program = shell::program(argv.first()?).to_ascii_lowercase();
+    if DOWNLOADERS.contains(&program.as_str()) {
+        let mut saved: Vec<String> = command
+            .redirects
+            .iter()
+            .filter(|r| r.kind != RedirectKind::Read)
+            .map(|r| r.target.clone())
+            .collect();
+        let url_name = || {
+            argv.iter()
+                .find(|a| a.contains("://"))
+                .and_then(|url| url.split(['?', '#']).next())
+                .and_then(|url| url.rsplit('/').next())
+                .filter(|name| !name.is_empty())
+                .map(str::to_owned)
+        };
+        let mut words = argv[1..].iter();
+        while let Some(word) = words.next() {
+            match word.as_str() {
+                "-o" | "--output" | "--output-document" => saved.extend(words.next().cloned()),
+                "-O" if program == "wget" => saved.extend(words.next().cloned()),
+                "-O" | "--remote-name" => saved.extend(url_name()),
+                w if w.starts_with("--output-document=") || w.starts_with("--output=") => {
+                    saved.extend(w.split_once('=').map(|(_, f)| f.to_owned()))
+                }
+                _ => {}
+            }
+        }
+        if program == "wget" && saved.is_empty() && !argv.iter().any(|a| a == "-O" || a == "-qO-") {
+            saved.extend(url_name());
+        }
+        for file in saved {
+            if line.downloaded.len() < MAX_DOWNLOADS && file != "-" {
+                line.downloaded.push(file);
+            }
+        }
+        return None;
+    }
+    if line.downloaded.is_empty() {
+        return None;
+    }
+    let same = |a: &str, b: &str| a.trim_start_matches("./") == b.trim_start_matches("./");
+    let is_downloaded = |word: &str| line.downloaded.iter().any(|d| same(d, word));
+    let runs_it = is_downloaded(&argv[0])
+        || ((SHELLS.contains(&program.as_str())
+            || matches!(
+                program.as_str(),
+                "python" | "python3" | "node" | "perl" | "ruby" | "php" | "deno" | "bun"
+            ))
+            && operands(&argv[1..]).next().is_some_and(is_downloaded));
+    runs_it.then_some(DOWNLOAD_TO_SHELL)
 }
 
 /// `> /dev/sda`: a redirection onto a block device.
@@ -732,6 +869,97 @@ fn operands(args: &[String]) -> impl Iterator<Item = &str> {
 
 fn is_short_options(arg: &str) -> bool {
     arg.starts_with('-') && !arg.starts_with("--") && arg.len() > 1
+}
+
+/// Programs whose operands are paths judged against the critical directories.
+const PATH_PROGRAMS: &[&str] = &[
+    "rm", "rmdir", "unlink", "chmod", "chown", "chgrp", "setfacl", "find", "rsync", "shred",
+];
+
+/// The command's argv with each path operand that reaches a critical directory
+/// (through `..`, `~`, `~root`, `$HOME`, the working directory or a glob)
+/// written as that directory; None when none does.
+fn resolve_operands(command: &Command, cwd: Option<&Path>) -> Option<Vec<String>> {
+    let program = shell::program(command.argv.first()?);
+    if !PATH_PROGRAMS.contains(&program) {
+        return None;
+    }
+    let mut changed = false;
+    let argv = command
+        .argv
+        .iter()
+        .enumerate()
+        .map(|(i, word)| {
+            if i == 0 || word.starts_with('-') || is_critical(word) {
+                return word.clone();
+            }
+            match critical_form(word, cwd) {
+                Some(critical) => {
+                    changed = true;
+                    critical
+                }
+                None => word.clone(),
+            }
+        })
+        .collect();
+    changed.then_some(argv)
+}
+
+/// Whether `path`, resolved where the line runs, is a critical directory.
+fn reaches_critical(path: &str, cwd: Option<&Path>) -> bool {
+    is_critical(path) || critical_form(path, cwd).is_some()
+}
+
+/// The critical directory `path` reaches, if any: resolved against the home
+/// directory and `cwd`, or matched as a glob.
+fn critical_form(path: &str, cwd: Option<&Path>) -> Option<String> {
+    let path = path.trim_matches('"');
+    if path.contains(['*', '?', '[']) && !path.ends_with("/*") {
+        let glob = globset::GlobBuilder::new(path)
+            .literal_separator(true)
+            .build()
+            .ok()?
+            .compile_matcher();
+        return CRITICAL_DIRECTORIES
+            .iter()
+            .filter(|d| d.starts_with('/'))
+            .map(|d| (*d).to_owned())
+            .chain(home())
+            .find(|d| glob.is_match(d));
+    }
+    let absolute = absolute(path, cwd)?;
+    let trimmed = absolute.trim_end_matches("/*").trim_end_matches('/');
+    if home().is_some_and(|home| home.trim_end_matches('/') == trimmed) {
+        return Some("~".to_owned());
+    }
+    is_critical(&absolute).then_some(absolute)
+}
+
+/// `path` made absolute: `~`, `~root`, `$HOME` and relative paths (from `cwd`)
+/// resolved and `..` collapsed, lexically.
+fn absolute(path: &str, cwd: Option<&Path>) -> Option<String> {
+    let joined = if let Some(rest) = path.strip_prefix("~root") {
+        (rest.is_empty() || rest.starts_with('/')).then(|| format!("/root{rest}"))?
+    } else if path == "~" || path.starts_with("~/") {
+        format!("{}{}", home()?, &path[1..])
+    } else if let Some(rest) = path
+        .strip_prefix("${HOME}")
+        .or_else(|| path.strip_prefix("$HOME"))
+    {
+        format!("{}{rest}", home()?)
+    } else if path.starts_with('/') {
+        path.to_owned()
+    } else if !path.starts_with(['~', '$']) && !path.is_empty() {
+        format!("{}/{path}", cwd?.to_str()?)
+    } else {
+        return None;
+    };
+    Some(normalise(&joined))
+}
+
+/// The home directory of the user the hook runs as (the agent's).
+fn home() -> Option<String> {
+    std::env::var("HOME").ok().filter(|h| h.starts_with('/'))
 }
 
 /// Whether a path names the root, the home directory or a system directory (also

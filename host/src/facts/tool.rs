@@ -41,7 +41,7 @@ const AGENT_TOOLS: &[&str] = &["Agent", "Task"];
 /// The longest command carried as `tool.command`.
 const MAX_COMMAND_FACT_BYTES: usize = 1 << 20;
 
-/// At most this many commands, and paths of each kind, are listed.
+/// At most this many commands, words of each, and paths of each kind, are listed.
 const MAX_LISTED: usize = 256;
 
 /// Programs that read the files named as their operands.
@@ -402,7 +402,10 @@ impl Effects {
             self.destructive = destructive::judge(command, patterns, line).map(|r| r.into_owned());
         }
         if self.commands.len() < MAX_LISTED && !command.argv.is_empty() {
-            self.commands.push(command.argv.clone());
+            // A command of a million words (a variable expanded) would make every
+            // guardrail's document megabytes long: its first words stand for it.
+            self.commands
+                .push(command.argv.iter().take(MAX_LISTED).cloned().collect());
         }
         for redirect in &command.redirects {
             if is_device(&redirect.target) {

@@ -84,7 +84,8 @@ fn env_split_string(args: &[String]) -> Option<Script> {
     Some(Script::Shell(script.join(" ")))
 }
 
-/// The script of `sh [options] -c SCRIPT`, if the shell runs one.
+/// The script of `sh [options] -c SCRIPT [NAME ARGS…]`, if the shell runs one,
+/// with its positional parameters (`$1`, `"$@"`) replaced by the words given.
 fn shell_script(args: &[String]) -> Option<String> {
     let mut words = args.iter();
     let mut wants_script = false;
@@ -93,7 +94,8 @@ fn shell_script(args: &[String]) -> Option<String> {
             if w == "--" {
                 continue;
             }
-            return Some(w.clone());
+            let positional: Vec<&String> = words.collect();
+            return Some(with_positional(w, &positional));
         }
         if SHELL_OPTIONS_WITH_VALUE.contains(&w.as_str()) {
             words.next();
@@ -105,6 +107,30 @@ fn shell_script(args: &[String]) -> Option<String> {
         }
     }
     None
+}
+
+/// `script` with `$1`…`$9`, `${1}`…, `$@` and `$*` (quoted or not) replaced by the
+/// words after its name (`positional[0]` is `$0`).
+fn with_positional(script: &str, positional: &[&String]) -> String {
+    if positional.len() < 2 || !script.contains('$') {
+        return script.to_owned();
+    }
+    let all = positional[1..]
+        .iter()
+        .map(|w| w.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut text = script
+        .replace("\"$@\"", &all)
+        .replace("\"$*\"", &all)
+        .replace("$@", &all)
+        .replace("$*", &all);
+    for (n, word) in positional.iter().enumerate().skip(1).take(9).rev() {
+        text = text
+            .replace(&format!("${{{n}}}"), word)
+            .replace(&format!("${n}"), word);
+    }
+    text
 }
 
 /// The command `ssh [options] HOST COMMAND…` runs on the remote host.
