@@ -17,6 +17,7 @@
 //! false`; `[protect] paths` adds paths.
 
 use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -158,6 +159,24 @@ impl Protected {
         // changes something: most calls change nothing.
         let resolved: Vec<Option<PathBuf>> =
             self.entries.iter().map(|e| resolve(&e.path)).collect();
+        // A file sharing an inode with a protected one (a hard link) is that file.
+        let protected_files: Vec<(u64, u64, String)> = self
+            .entries
+            .iter()
+            .map(|e| (e.path.clone(), e.what.clone()))
+            .chain(cwd.into_iter().flat_map(|cwd| {
+                PROTECTED_NAMES.iter().map(move |name| {
+                    (
+                        cwd.join(name),
+                        format!("every sandrail config and lock file (here {name})"),
+                    )
+                })
+            }))
+            .filter_map(|(path, what)| {
+                let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
+                Some((meta.dev(), meta.ino(), what))
+            })
+            .collect();
         for change in &changes.paths {
             // PowerShell separates with `\` on every system.
             let path = change.path.replace('\\', "/");
@@ -170,8 +189,20 @@ impl Protected {
             forms.extend(resolve(&joined));
             forms.extend(resolve(&spelled));
             for form in &forms {
+                if let Ok(meta) = std::fs::metadata(form)
+                    && meta.is_file()
+                    && meta.nlink() > 1
+                    && let Some((_, _, what)) = protected_files
+                        .iter()
+                        .find(|(dev, ino, _)| (*dev, *ino) == (meta.dev(), meta.ino()))
+                {
+                    return Some(refused(
+                        &change.path,
+                        &format!("{what}, through a hard link"),
+                    ));
+                }
                 if let Some(name) = form.file_name().and_then(|n| n.to_str())
-                    && PROTECTED_NAMES.contains(&name)
+                    && PROTECTED_NAMES.iter().any(|p| same_name(p, name))
                 {
                     return Some(refused(
                         &change.path,
@@ -181,8 +212,9 @@ impl Protected {
                 for (entry, entry_resolved) in self.entries.iter().zip(&resolved) {
                     let targets = std::iter::once(&entry.path).chain(entry_resolved);
                     for target in targets {
-                        let hit = form.starts_with(target)
-                            || (change.removes && target.starts_with(form));
+                        let (form, target) = (fold(form), fold(target));
+                        let hit = form.starts_with(&target)
+                            || (change.removes && target.starts_with(&form));
                         if hit {
                             return Some(refused(
                                 &change.path,
@@ -194,6 +226,31 @@ impl Protected {
             }
         }
         None
+    }
+}
+
+/// Whether the filesystems of this system compare names ignoring case (macOS's
+/// and Windows' defaults): `SANDRAIL.TOML` is then `sandrail.toml`.
+const CASE_INSENSITIVE: bool = cfg!(any(target_os = "macos", target_os = "windows"));
+
+fn same_name(protected: &str, name: &str) -> bool {
+    names_match(protected, name, CASE_INSENSITIVE)
+}
+
+fn names_match(protected: &str, name: &str, case_insensitive: bool) -> bool {
+    if case_insensitive {
+        protected.eq_ignore_ascii_case(name)
+    } else {
+        protected == name
+    }
+}
+
+/// A path as this system's filesystems compare it.
+fn fold(path: &Path) -> std::borrow::Cow<'_, Path> {
+    if CASE_INSENSITIVE {
+        std::borrow::Cow::Owned(PathBuf::from(path.to_string_lossy().to_lowercase()))
+    } else {
+        std::borrow::Cow::Borrowed(path)
     }
 }
 
@@ -407,6 +464,13 @@ fn remember(state: &Path, settings: &Path, registrations: &BTreeSet<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_compare_ignoring_case_where_the_filesystem_does() {
+        assert!(names_match("sandrail.toml", "SANDRAIL.TOML", true));
+        assert!(!names_match("sandrail.toml", "SANDRAIL.TOML", false));
+        assert!(names_match("sandrail.toml", "sandrail.toml", false));
+    }
 
     #[test]
     fn sandrail_hook_commands_are_recognised() {

@@ -405,3 +405,56 @@ fn a_forged_config_change_cannot_lower_the_remembered_registrations() {
     project.trust();
     assert_eq!(blocked(&config_change(&project, json!({}))), None);
 }
+
+/// Every writer the shell model knows reaches self-protection: in-place editors
+/// in every spelling, `touch`, a directory as the destination (the file of the
+/// same name inside it), a hard link, `cd` followed within the line, and a file
+/// sharing an inode with a protected one.
+#[test]
+fn every_writer_reaches_self_protection() {
+    let project = Project::new();
+    put(&project.dir().join(".claude/settings.json"), "{}");
+    put(&project.dir().join("incoming/sandrail.toml"), "");
+    put(&project.dir().join("incoming/settings.json"), "{}");
+    for line in [
+        "touch sandrail.toml",
+        "sed -ri 's/a/b/' sandrail.toml",
+        "sed -Ei 's/a/b/' .claude/settings.json",
+        "sed -ni 's/a/b/p' .claude/settings.json",
+        "sed --in-place=.bak 's/a/b/' .claude/settings.json",
+        "perl -pi -e 's/a/b/' .claude/settings.json",
+        "ruby -i -pe 'x' .claude/settings.json",
+        "ex -sc '%s/a/b/|x' .claude/settings.json",
+        "vim -es -c 'x' .claude/settings.json",
+        "echo x | sponge .claude/settings.json",
+        "cp incoming/sandrail.toml .",
+        "cp incoming/settings.json .claude",
+        "cp -t .claude incoming/settings.json",
+        "mv incoming/settings.json .claude/",
+        "rsync -a incoming/ .claude/",
+        "cd .claude && echo '{}' > settings.json",
+        "cd incoming; cd ../.claude && touch settings.json",
+        "ln .claude/settings.json notes.json",
+        "patch .claude/settings.json fix.diff",
+        "chmod -R 777 .claude",
+    ] {
+        assert_protected(&project, &shell(&project, line));
+    }
+    // A hard link made outside the agent's view is the file it links.
+    std::fs::hard_link(
+        project.dir().join(".claude/settings.json"),
+        project.dir().join("linked.json"),
+    )
+    .expect("hard link");
+    assert_protected(&project, &shell(&project, "echo '{}' > linked.json"));
+    // Look-alikes pass.
+    for line in [
+        "touch notes.md",
+        "sed -i 's/a/b/' src/main.rs",
+        "cp incoming/settings.json backup.json",
+        "cd incoming && echo x > other.txt",
+        "ln -s .claude/settings.json view.json",
+    ] {
+        assert_allowed(&project, &shell(&project, line));
+    }
+}

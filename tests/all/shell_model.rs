@@ -386,3 +386,47 @@ fn deletions_and_disks_however_spelled() {
     ];
     assert_table_in(&project, table, Some(cwd));
 }
+
+/// What a line writes, as `tool.paths_written` lists it.
+#[test]
+fn writes_are_listed() {
+    let project = Project::new();
+    std::fs::create_dir_all(project.dir().join("dir")).expect("dir");
+    let written = |line: &str| {
+        let mut payload: Value =
+            serde_json::from_slice(&tool_call("Bash", json!({"command": line}))).expect("json");
+        payload["cwd"] = json!(project.dir().display().to_string());
+        let (f, _) = facts(&project, &serde_json::to_vec(&payload).expect("json"), None);
+        at(&f, "tool.paths_written")
+            .and_then(Value::as_array)
+            .map(|paths| {
+                paths
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    for (line, expected) in [
+        ("touch a b", vec!["a", "b"]),
+        ("sed -ri 's/a/b/' x.toml", vec!["x.toml"]),
+        ("perl -pi -e 's/a/b/' x.toml", vec!["x.toml"]),
+        ("cp evil.toml dir", vec!["dir", "dir/evil.toml"]),
+        ("cp -t dir a b", vec!["dir", "dir/a", "dir/b"]),
+        ("cp -r src dir/", vec!["dir/", "dir/src"]),
+        ("tar -xzf a.tgz -C out", vec!["out"]),
+        ("unzip a.zip -d out", vec!["out"]),
+        ("cd dir && echo x > f.txt", vec!["dir/f.txt"]),
+        ("git stash", vec!["."]),
+        ("git apply fix.diff", vec!["."]),
+        ("git mv -f a b", vec!["a", "b"]),
+        ("git checkout-index -f -a", vec!["."]),
+        ("patch x.c fix.diff", vec!["x.c"]),
+        ("git clean -n", vec![]),
+        ("unzip -l a.zip", vec![]),
+        ("git stash list", vec![]),
+    ] {
+        assert_eq!(written(line), expected, "{line}");
+    }
+}

@@ -356,11 +356,19 @@ struct Effects {
     egress: bool,
     destructive: Option<String>,
     changes: Changes,
+    /// Where an earlier `cd`/`pushd` on the line moved to, as written (relative
+    /// to the call's cwd unless absolute).
+    dir: Option<String>,
+    /// The call's working directory, when known.
+    cwd: Option<std::path::PathBuf>,
 }
 
 impl Effects {
     fn of_line(line: &str, powershell: bool, cwd: Option<&Path>, patterns: &Patterns) -> Effects {
-        let mut effects = Effects::default();
+        let mut effects = Effects {
+            cwd: cwd.map(Path::to_path_buf),
+            ..Effects::default()
+        };
         let mut line_state = destructive::Line::in_dir(cwd);
         let mut each = |command: Command| effects.take_in(&command, patterns, &mut line_state);
         let too_deep = if powershell {
@@ -390,6 +398,15 @@ impl Effects {
         if path.is_empty() || is_device(path) {
             return;
         }
+        // After `cd DIR` in the line, a relative path is under DIR.
+        let joined;
+        let path = match &self.dir {
+            Some(dir) if !path.starts_with(['/', '~', '$']) => {
+                joined = format!("{}/{path}", dir.trim_end_matches('/'));
+                joined.as_str()
+            }
+            _ => path,
+        };
         push(&mut self.writes, path);
         self.changes.paths.push(ChangedPath {
             path: path.to_owned(),
@@ -451,38 +468,88 @@ impl Effects {
                     self.write(file);
                 }
             }
-            "sed" | "gsed" | "perl"
-                if args
-                    .iter()
-                    .any(|a| a.starts_with("-i") || a == "--in-place") =>
-            {
-                let explicit_script = args.iter().any(|a| a == "-e" || a == "-f");
-                for file in operands().skip(usize::from(!explicit_script)) {
+            "cd" | "pushd" | "set-location" | "chdir" => {
+                let target = args.iter().find(|a| !a.starts_with('-'));
+                self.dir = match (target, &self.dir) {
+                    (Some(target), Some(dir)) if !target.starts_with(['/', '~', '$']) => {
+                        Some(format!("{}/{target}", dir.trim_end_matches('/')))
+                    }
+                    (Some(target), _) => Some(target.clone()),
+                    (None, _) => Some("~".to_owned()),
+                };
+            }
+            "sed" | "gsed" | "perl" | "ruby" if edits_in_place(args) => {
+                let explicit_script = args.iter().any(|a| a == "-e" || a == "-f")
+                    || args.iter().any(|a| is_cluster_with(a, 'e'));
+                let files: Vec<&str> =
+                    operands_after_clusters(args, &["-e", "-f", "-l"], &['e', 'f'])
+                        .skip(usize::from(!explicit_script && program != "ruby"))
+                        .collect();
+                for file in files {
                     self.write(file);
                 }
             }
-            "cp" | "mv" | "install" | "ln" | "rsync" => {
-                let targets: Vec<&str> = operands().collect();
-                let target_dir = args
-                    .iter()
-                    .position(|a| a == "-t" || a == "--target-directory")
-                    .and_then(|at| args.get(at + 1));
-                let (sources, destination) = match target_dir {
-                    Some(dir) => (&targets[..], Some(dir.as_str())),
-                    None => match targets.split_last() {
-                        Some((last, rest)) if !rest.is_empty() => (rest, Some(*last)),
-                        _ => (&targets[..0], None),
-                    },
+            // Editors run on their files without a terminal, and `sponge FILE`.
+            "ex" | "ed" | "sponge" | "vim" | "vi" | "nvim" | "emacs" | "patch"
+                if program != "vim" && program != "vi" && program != "nvim"
+                    || args.iter().any(|a| {
+                        a.starts_with("-e") || a == "-s" || a == "-c" || a.starts_with('+')
+                    }) =>
+            {
+                let options = [
+                    "-c", "-S", "-i", "-o", "-r", "-p", "--eval", "-l", "--load", "-d", "-D", "-F",
+                    "-B", "-V", "-z",
+                ];
+                let files: Vec<&str> =
+                    operands_after_clusters(args, &options, &['c', 'S']).collect();
+                // `patch FILE PATCHFILE`: the first operand is the file patched.
+                let files = if program == "patch" {
+                    &files[..files.len().min(1)]
+                } else {
+                    &files[..]
                 };
-                for source in sources {
-                    if program == "mv" {
-                        self.remove(source);
-                    } else {
-                        push(&mut self.reads, source);
+                for file in files {
+                    if !file.starts_with('+') {
+                        self.write(file);
                     }
                 }
-                if let Some(destination) = destination {
-                    self.write(destination);
+            }
+            "touch" => {
+                for file in operands_with(args, &["-d", "-r", "-t", "--date", "--reference"]) {
+                    self.write(file);
+                }
+            }
+            "cp" | "mv" | "install" | "ln" | "rsync" => self.take_in_copy(&program, args),
+            "tar" | "bsdtar" | "gtar"
+                if args.iter().any(|a| {
+                    a == "-x"
+                        || a == "--extract"
+                        || (!a.starts_with("--")
+                            && a.trim_start_matches('-').starts_with('x')
+                            && !a.contains('/'))
+                        || is_cluster_with(a, 'x')
+                }) =>
+            {
+                let into = args
+                    .iter()
+                    .position(|a| a == "-C" || a == "--directory")
+                    .and_then(|at| args.get(at + 1))
+                    .map(String::as_str)
+                    .or_else(|| args.iter().find_map(|a| a.strip_prefix("--directory=")))
+                    .unwrap_or(".");
+                self.write(into);
+            }
+            "unzip" => {
+                let into = args
+                    .iter()
+                    .position(|a| a == "-d")
+                    .and_then(|at| args.get(at + 1))
+                    .map_or(".", String::as_str);
+                if !args
+                    .iter()
+                    .any(|a| a == "-l" || a == "-t" || a == "-v" || a == "-Z")
+                {
+                    self.write(into);
                 }
             }
             "dd" => {
@@ -500,17 +567,28 @@ impl Effects {
                     self.write(file);
                 }
             }
-            "touch" | "mkdir" => {}
+            "mkdir" => {}
             p if DELETERS.contains(&p) => {
                 for file in operands() {
                     self.remove(file);
                 }
             }
-            p if MODE_CHANGERS.contains(&p) => {
+            p if MODE_CHANGERS.contains(&p) || p == "setfacl" || p == "chattr" => {
                 let by_reference = args.iter().any(|a| a.starts_with("--reference"));
-                let targets: Vec<&str> = operands().skip(usize::from(!by_reference)).collect();
+                // setfacl's operands are all paths (its ACL is an option's value).
+                let skip = usize::from(!by_reference && !matches!(p, "setfacl" | "chattr"));
+                let options: &[&str] = &["-m", "-M", "-x", "-X", "--modify", "--remove", "--set"];
+                // chattr's mode (`-i`, `+i`, `=i`) reads as an option or operand.
+                let targets: Vec<&str> = operands_with(args, options)
+                    .skip(skip)
+                    .filter(|t| p != "chattr" || !t.starts_with(['+', '=']))
+                    .collect();
+                // Recursively: every file under each target.
+                let recursive = args
+                    .iter()
+                    .any(|a| a == "--recursive" || (is_cluster_with(a, 'R')));
                 for file in targets {
-                    self.write(file);
+                    self.change(file, recursive);
                 }
             }
             "git" => self.take_in_git(args),
@@ -518,6 +596,99 @@ impl Effects {
                 self.changes.sandrail_command = sandrail_change(args);
             }
             _ => {}
+        }
+    }
+
+    /// `cp`/`mv`/`install`/`ln`/`rsync`: the sources are read (moved away by `mv`;
+    /// a hard link's target is written through it), the destination written —
+    /// and when the destination is a directory (`-t`, a trailing `/`, `.`, or one
+    /// that exists), the file of each source's name inside it; a recursive copy
+    /// writes everything under that.
+    fn take_in_copy(&mut self, program: &str, args: &[String]) {
+        let cwd = self.cwd.clone();
+        let cwd = cwd.as_deref();
+        let with_value = [
+            "-t",
+            "--target-directory",
+            "-S",
+            "--suffix",
+            "-m",
+            "--mode",
+            "-o",
+            "--owner",
+            "-g",
+            "--group",
+            "-e",
+            "--rsh",
+            "--exclude",
+            "--include",
+            "--backup-dir",
+        ];
+        let targets: Vec<&str> = operands_with(args, &with_value).collect();
+        let target_dir = args
+            .iter()
+            .position(|a| a == "-t" || a == "--target-directory")
+            .and_then(|at| args.get(at + 1))
+            .map(String::as_str)
+            .or_else(|| {
+                args.iter()
+                    .find_map(|a| a.strip_prefix("--target-directory="))
+            });
+        let (sources, destination) = match target_dir {
+            Some(dir) => (&targets[..], Some(dir)),
+            None => match targets.split_last() {
+                Some((last, rest)) if !rest.is_empty() => (rest, Some(*last)),
+                _ => (&targets[..0], None),
+            },
+        };
+        let recursive = program == "rsync"
+            || args.iter().any(|a| {
+                matches!(a.as_str(), "--recursive" | "--archive")
+                    || is_cluster_with(a, 'r')
+                    || is_cluster_with(a, 'R')
+                    || is_cluster_with(a, 'a')
+            });
+        let symbolic = program == "ln"
+            && args
+                .iter()
+                .any(|a| a == "--symbolic" || is_cluster_with(a, 's'));
+        for source in sources {
+            if program == "mv" {
+                self.remove(source);
+            } else if program == "ln" && !symbolic {
+                // A hard link shares the file: writing the link writes it.
+                self.write(source);
+            } else {
+                push(&mut self.reads, source);
+            }
+        }
+        let Some(destination) = destination else {
+            return;
+        };
+        let into_directory = target_dir.is_some()
+            || destination.ends_with('/')
+            || matches!(destination, "." | "..")
+            || absolute(destination, cwd).is_dir();
+        if !into_directory {
+            self.change(destination, recursive && program != "ln");
+            return;
+        }
+        self.write(destination);
+        for source in sources {
+            // `rsync src/ dst/` copies src's contents; `cp -r src/. dst` too.
+            let contents = source.ends_with('/') && program == "rsync" || source.ends_with("/.");
+            let name = source
+                .trim_end_matches("/.")
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or(source);
+            if contents {
+                self.change(destination, true);
+            } else if !name.is_empty() {
+                let inside = format!("{}/{name}", destination.trim_end_matches('/'));
+                self.change(&inside, recursive && program != "ln");
+            }
         }
     }
 
@@ -601,6 +772,59 @@ impl Effects {
             self.write(path);
         }
     }
+}
+
+/// The operands, where a short-option cluster ending in one of `value_flags`
+/// (`-pe CODE`, `-sc CMD`) takes the next word as its value.
+fn operands_after_clusters<'a>(
+    args: &'a [String],
+    with_value: &'a [&'a str],
+    value_flags: &'a [char],
+) -> impl Iterator<Item = &'a str> {
+    let mut skip_next = false;
+    let mut after_dashes = false;
+    args.iter().filter_map(move |a| {
+        if std::mem::take(&mut skip_next) {
+            return None;
+        }
+        if after_dashes {
+            return Some(a.as_str());
+        }
+        if a == "--" {
+            after_dashes = true;
+            return None;
+        }
+        if a.starts_with('-') && a.len() > 1 {
+            skip_next = with_value.contains(&a.as_str())
+                || (!a.starts_with("--")
+                    && a.len() > 2
+                    && a.chars().last().is_some_and(|c| value_flags.contains(&c)));
+            return None;
+        }
+        Some(a.as_str())
+    })
+}
+
+/// Whether `arg` is a cluster of short options holding `flag` (`-ri`, `-pi`).
+fn is_cluster_with(arg: &str, flag: char) -> bool {
+    arg.len() > 1
+        && arg.starts_with('-')
+        && !arg.starts_with("--")
+        && arg[1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphabetic())
+            .any(|c| c == flag)
+}
+
+/// `sed -i`, `-ri`, `-Ei`, `-ni`, `-i.bak`, `--in-place[=SUFFIX]`; `perl -pi`,
+/// `-i.bak`; `ruby -i`.
+fn edits_in_place(args: &[String]) -> bool {
+    args.iter().any(|a| {
+        a == "--in-place"
+            || a.starts_with("--in-place=")
+            || a.starts_with("-i")
+            || is_cluster_with(a, 'i')
+    })
 }
 
 /// Where git's subcommand is among its arguments, past its global options.
@@ -761,7 +985,11 @@ mod tests {
         assert_eq!(e.writes, ["log.txt", "out.txt", "conf.ini"]);
         let e = effects("cp a b dest/ && mv x y && dd if=in of=out.img && truncate -s 0 f");
         assert_eq!(e.reads, ["a", "b", "in"]);
-        assert_eq!(e.writes, ["dest/", "x", "y", "out.img", "f"]);
+        // A directory destination: the file of each source's name inside it.
+        assert_eq!(
+            e.writes,
+            ["dest/", "dest/a", "dest/b", "x", "y", "out.img", "f"]
+        );
         let e = effects("grep -r secret src/ 2>/dev/null; head -n 5 notes.md");
         assert_eq!(e.reads, ["src/", "notes.md"]);
         assert!(effects("printenv").reads_environment);
