@@ -430,3 +430,52 @@ fn writes_are_listed() {
         assert_eq!(written(line), expected, "{line}");
     }
 }
+
+/// `git push --force-with-lease` is refused by default; `[facts]
+/// allow_force_with_lease = true` lets it (and only it) pass — and, being a
+/// loosening, a project that had a stricter policy holds it until a person runs
+/// `sandrail trust`.
+#[test]
+fn force_with_lease_has_a_switch_only_a_person_turns_on() {
+    const GUARD: &str = "[[guardrail]]\nname = \"destructive-commands\"\nsource = \"builtin:destructive-commands\"\nevents = [\"PreToolUse\"]\n";
+    let allowing = format!("[facts]\nallow_force_with_lease = true\n{GUARD}");
+    let fresh = Project::new();
+    fresh.config(&allowing);
+    fresh
+        .hook(&bash(
+            "sess-lease",
+            "git push --force-with-lease origin main",
+        ))
+        .assert_silent();
+    for forced in [
+        "git push --force origin main",
+        "git push --force-with-lease -f origin main",
+        "git push --force-with-lease origin +main",
+    ] {
+        let refused = fresh.hook(&bash("sess-lease", forced)).deny_reason();
+        assert!(
+            refused.is_some_and(|r| r.contains("force-push")),
+            "{forced}"
+        );
+    }
+    let strict = Project::new();
+    strict.config(GUARD);
+    assert!(
+        strict
+            .hook(&bash("sess-strict", "git push --force-with-lease"))
+            .deny_reason()
+            .is_some()
+    );
+    strict.config(&allowing);
+    assert!(
+        strict
+            .hook(&bash("sess-later", "git push --force-with-lease"))
+            .deny_reason()
+            .is_some(),
+        "a loosened policy waits for `sandrail trust`"
+    );
+    assert!(strict.trust().ok());
+    strict
+        .hook(&bash("sess-trusted", "git push --force-with-lease"))
+        .assert_silent();
+}

@@ -308,9 +308,29 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
             .find_map(|name| judge_program(name, cwd, command))
             .map(Cow::Borrowed);
     }
-    judge_program(program, cwd, command)
-        .or_else(|| as_if_wrapped(program, command))
-        .map(Cow::Borrowed)
+    let reason = judge_program(program, cwd, command).or_else(|| as_if_wrapped(program, command));
+    if reason == Some(FORCE_PUSH)
+        && program == "git"
+        && patterns.allows_force_with_lease()
+        && judge_git(&without_lease(&command.argv[1..]), cwd).is_none()
+    {
+        return None;
+    }
+    reason.map(Cow::Borrowed)
+}
+
+/// git's arguments without `--force-with-lease[=…]` and `--force-if-includes`
+/// (and their abbreviations), to tell a leased push from a forced one.
+fn without_lease(args: &[String]) -> Vec<String> {
+    args.iter()
+        .filter(|a| {
+            let name = a.split('=').next().unwrap_or(a);
+            !(name.len() >= 9
+                && ("--force-with-lease".starts_with(name)
+                    || "--force-if-includes".starts_with(name)))
+        })
+        .cloned()
+        .collect()
 }
 
 /// Programs whose arguments are data, never a command they run: `echo rm -rf /`

@@ -161,6 +161,10 @@ pub struct RawPatterns {
     pub payment_tools: Vec<String>,
     #[serde(default)]
     pub destructive: Vec<RawDestructive>,
+    /// `git push --force-with-lease` (which refuses to overwrite work the
+    /// pusher has not seen) is not destructive.
+    #[serde(default)]
+    pub allow_force_with_lease: bool,
 }
 
 /// A command the config declares destructive: `command = "terraform destroy"`.
@@ -181,6 +185,7 @@ pub struct Patterns {
     egress_tools: Vec<String>,
     payment_tools: Vec<String>,
     destructive: Vec<(Vec<String>, String)>,
+    allow_force_with_lease: bool,
 }
 
 impl Default for Patterns {
@@ -231,7 +236,13 @@ impl Patterns {
                 .collect(),
             payment_tools: raw.payment_tools.clone(),
             destructive,
+            allow_force_with_lease: raw.allow_force_with_lease,
         })
+    }
+
+    /// Whether the config lets `git push --force-with-lease` pass.
+    pub fn allows_force_with_lease(&self) -> bool {
+        self.allow_force_with_lease
     }
 
     /// Whether an absolute path holds credentials.
