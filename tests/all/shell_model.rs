@@ -219,7 +219,21 @@ fn gits_own_ways_are_refused() {
     git(&["init", "-q", "-b", "main"]);
     git(&["commit", "-q", "--allow-empty", "-m", "x"]);
     git(&["branch", "other"]);
+    // Aliases in the repository's config, defined by an earlier call.
+    git(&["config", "alias.yeet", "push --force"]);
+    git(&["config", "alias.nuke", "!git reset --hard"]);
     let table: &[(&str, Option<&str>)] = &[
+        ("git yeet", Some("force-push")),
+        ("git nuke", Some("reset-hard")),
+        (
+            "git config alias.p 'push --force' && git p origin main",
+            Some("force-push"),
+        ),
+        (
+            "git config --global alias.wipe '!git clean -fdx'; git wipe",
+            Some("clean-force"),
+        ),
+        ("git config alias.st status && git st", None),
         ("git --attr-source HEAD push -f", Some("force-push")),
         ("git -c remote.origin.mirror=true push", Some("force-push")),
         (

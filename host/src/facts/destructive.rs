@@ -114,6 +114,9 @@ pub struct Line {
     /// Files a download was saved to earlier in the line (`curl -o f URL`), so
     /// running one (`sh f`, `./f`) is running the download.
     downloaded: Vec<String>,
+    /// git aliases: the repository's and the user's config (read at the line's
+    /// first git command), then any a `git config alias.…` on the line defines.
+    git_aliases: Option<Vec<(String, String)>>,
     /// Where the line runs, when known: `git branch -M` is destructive only over
     /// an existing branch of that repository.
     cwd: Option<std::path::PathBuf>,
@@ -203,6 +206,19 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
         };
         return None;
     }
+    // `git config alias.p 'push -f' && git p`: a git command is judged with the
+    // aliases it could be using.
+    let aliased;
+    let command = match with_git_aliases(command, line, cwd) {
+        Some(argv) => {
+            aliased = Command {
+                argv,
+                ..command.clone()
+            };
+            &aliased
+        }
+        None => command,
+    };
     // `rm -rf ../../..`, `~/../..`, `/e?c`: path operands that reach a critical
     // directory, written as it.
     let resolved;
@@ -889,6 +905,89 @@ fn operands(args: &[String]) -> impl Iterator<Item = &str> {
 
 fn is_short_options(arg: &str) -> bool {
     arg.starts_with('-') && !arg.starts_with("--") && arg.len() > 1
+}
+
+/// At most this many git aliases are remembered for a line.
+const MAX_GIT_ALIASES: usize = 256;
+
+/// A git command's argv with `-c alias.NAME=VALUE` in front for each known alias
+/// it names; None when it names none. Records aliases the command defines.
+fn with_git_aliases(command: &Command, line: &mut Line, cwd: Option<&Path>) -> Option<Vec<String>> {
+    let argv = &command.argv;
+    if shell::program(argv.first()?) != "git" {
+        return None;
+    }
+    let aliases = line
+        .git_aliases
+        .get_or_insert_with(|| configured_git_aliases(cwd));
+    // `git config [--global] alias.NAME VALUE`, `git config set alias.NAME VALUE`.
+    let words: Vec<&str> = argv[1..]
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    if let ["config", rest @ ..] = words.as_slice() {
+        let rest = rest.strip_prefix(&["set"]).unwrap_or(rest);
+        if let [key, value, ..] = rest
+            && let Some(name) = key.to_ascii_lowercase().strip_prefix("alias.")
+            && aliases.len() < MAX_GIT_ALIASES
+        {
+            aliases.push((name.to_owned(), (*value).to_owned()));
+        }
+        return None;
+    }
+    let named: Vec<String> = aliases
+        .iter()
+        .filter(|(name, _)| argv[1..].iter().any(|w| w.eq_ignore_ascii_case(name)))
+        .map(|(name, value)| format!("alias.{name}={value}"))
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    let mut widened = vec![argv[0].clone()];
+    for setting in named {
+        widened.extend(["-c".to_owned(), setting]);
+    }
+    widened.extend(argv[1..].iter().cloned());
+    Some(widened)
+}
+
+/// The `[alias]` entries of the repository's config (at `cwd`) and the user's.
+fn configured_git_aliases(cwd: Option<&Path>) -> Vec<(String, String)> {
+    let home = home().map(std::path::PathBuf::from);
+    let files = [
+        cwd.map(|c| c.join(".git/config")),
+        home.as_ref().map(|h| h.join(".gitconfig")),
+        home.as_ref().map(|h| h.join(".config/git/config")),
+    ];
+    let mut aliases = Vec::new();
+    for path in files.into_iter().flatten() {
+        let Ok(bytes) = crate::files::read_regular(&path, 1 << 16) else {
+            continue;
+        };
+        let mut in_alias = false;
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                in_alias = line
+                    .trim_matches(['[', ']'])
+                    .trim()
+                    .eq_ignore_ascii_case("alias");
+            } else if in_alias
+                && !line.starts_with(['#', ';'])
+                && let Some((name, value)) = line.split_once('=')
+                && aliases.len() < MAX_GIT_ALIASES
+            {
+                let value = value.trim();
+                let value = value
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or(value);
+                aliases.push((name.trim().to_ascii_lowercase(), value.to_owned()));
+            }
+        }
+    }
+    aliases
 }
 
 /// Programs whose operands are paths judged against the critical directories.
