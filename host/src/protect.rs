@@ -185,6 +185,13 @@ impl Protected {
                 Some(cwd) => cwd.join(&path),
                 None => PathBuf::from(&path),
             };
+            // A glob (`find . -name X -delete`, `> sandrail.t*`): whatever it can
+            // match.
+            if path.contains(['*', '?', '['])
+                && let Some(what) = self.glob_reaches(&spelled, &resolved)
+            {
+                return Some(refused(&change.path, &what));
+            }
             let mut forms = vec![spelled.clone()];
             forms.extend(resolve(&joined));
             forms.extend(resolve(&spelled));
@@ -226,6 +233,38 @@ impl Protected {
             }
         }
         None
+    }
+}
+
+impl Protected {
+    /// What protected a glob of changed paths could match: a protected name in
+    /// its last part, or a protected path.
+    fn glob_reaches(&self, glob: &Path, resolved: &[Option<PathBuf>]) -> Option<String> {
+        let text = glob.to_string_lossy();
+        let build = |pattern: &str| {
+            globset::GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .case_insensitive(CASE_INSENSITIVE)
+                .build()
+                .ok()
+                .map(|g| g.compile_matcher())
+        };
+        let matcher = build(&text)?;
+        let last = text.rsplit('/').next().unwrap_or(&text);
+        if let Some(name_matcher) = build(last)
+            && let Some(name) = PROTECTED_NAMES.iter().find(|n| name_matcher.is_match(n))
+        {
+            return Some(format!("every sandrail config and lock file (here {name})"));
+        }
+        self.entries
+            .iter()
+            .zip(resolved)
+            .find(|(entry, entry_resolved)| {
+                std::iter::once(&entry.path)
+                    .chain(entry_resolved.iter())
+                    .any(|target| target.ancestors().any(|a| matcher.is_match(a)))
+            })
+            .map(|(entry, _)| format!("{} ({})", entry.what, entry.path.display()))
     }
 }
 

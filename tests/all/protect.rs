@@ -437,8 +437,32 @@ fn every_writer_reaches_self_protection() {
         "ln .claude/settings.json notes.json",
         "patch .claude/settings.json fix.diff",
         "chmod -R 777 .claude",
+        "find . -name settings.json -delete",
+        "find . -name 'sandrail.*' -exec rm {} +",
+        "find . -name sandrail.toml | xargs rm",
+        "echo x > sandrail.t*",
+        "rm -f sandrail.toml",
+        "rm -f .claude/settings.json",
+        "shred -n 3 -u .claude/settings.json",
+        "rm -f .claude/*.json",
+        "rm -f .clau?e/settings.json",
     ] {
         assert_protected(&project, &shell(&project, line));
+    }
+    // PowerShell's writers.
+    for line in [
+        "Clear-Content .claude/settings.json",
+        "New-Item -Force -ItemType File -Path sandrail.toml",
+        "ni sandrail.toml -Force",
+        "Rename-Item .claude/settings.json old.json",
+        "Rename-Item -Path x -NewName sandrail.toml",
+        "[IO.File]::WriteAllText('.claude/settings.json', '{}')",
+        "[System.IO.File]::AppendAllText(\".claude/settings.json\", 'x')",
+    ] {
+        assert_protected(
+            &project,
+            &call(&project, "PowerShell", json!({"command": line})),
+        );
     }
     // A hard link made outside the agent's view is the file it links.
     std::fs::hard_link(
@@ -454,6 +478,9 @@ fn every_writer_reaches_self_protection() {
         "cp incoming/settings.json backup.json",
         "cd incoming && echo x > other.txt",
         "ln -s .claude/settings.json view.json",
+        "find . -name '*.pyc' -delete",
+        "find . -name __pycache__ | xargs rm -rf",
+        "rm -f src/*.o",
     ] {
         assert_allowed(&project, &shell(&project, line));
     }

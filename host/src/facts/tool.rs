@@ -464,7 +464,7 @@ impl Effects {
                 self.reads_environment = true;
             }
             "tee" => {
-                for file in operands() {
+                for file in operands_with(args, &["--output-error"]) {
                     self.write(file);
                 }
             }
@@ -569,9 +569,27 @@ impl Effects {
             }
             "mkdir" => {}
             p if DELETERS.contains(&p) => {
-                for file in operands() {
+                // Their options take no value: `rm -f FILE` deletes FILE.
+                for file in operands_with(args, &["-n", "--iterations", "-s", "--size"]) {
                     self.remove(file);
                 }
+                // `find . -name X | xargs rm`: what find lists.
+                if command.args_from_stdin {
+                    for feeder in command.fed_by.iter().map(|f| shell::feeder(f)) {
+                        if feeder.first().is_some_and(|f| shell::program(f) == "find") {
+                            self.take_in_found(&feeder[1..]);
+                        }
+                    }
+                }
+            }
+            "find"
+                if args.iter().any(|a| a == "-delete")
+                    || args.windows(2).any(|pair| {
+                        matches!(pair[0].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
+                            && DELETERS.contains(&shell::program(&pair[1]))
+                    }) =>
+            {
+                self.take_in_found(args);
             }
             p if MODE_CHANGERS.contains(&p) || p == "setfacl" || p == "chattr" => {
                 let by_reference = args.iter().any(|a| a.starts_with("--reference"));
@@ -688,6 +706,37 @@ impl Effects {
             } else if !name.is_empty() {
                 let inside = format!("{}/{name}", destination.trim_end_matches('/'));
                 self.change(&inside, recursive && program != "ln");
+            }
+        }
+    }
+
+    /// What `find ARGS` lists, deleted: under each starting directory, the files
+    /// its `-name`/`-iname`/`-path` patterns match (as a glob self-protection
+    /// matches), or everything when it has none.
+    fn take_in_found(&mut self, args: &[String]) {
+        let starts: Vec<&str> = args
+            .iter()
+            .take_while(|a| !a.starts_with('-') && !matches!(a.as_str(), "(" | "!"))
+            .map(String::as_str)
+            .collect();
+        let starts = if starts.is_empty() { vec!["."] } else { starts };
+        let patterns: Vec<&str> = args
+            .windows(2)
+            .filter(|pair| {
+                matches!(
+                    pair[0].as_str(),
+                    "-name" | "-iname" | "-path" | "-ipath" | "-wholename"
+                )
+            })
+            .map(|pair| pair[1].as_str())
+            .collect();
+        for start in starts {
+            if patterns.is_empty() {
+                self.remove(start);
+            }
+            for pattern in &patterns {
+                let pattern = pattern.trim_start_matches("./").trim_start_matches("*/");
+                self.remove(&format!("{}/**/{pattern}", start.trim_end_matches('/')));
             }
         }
     }

@@ -15,6 +15,17 @@ use super::{Command, Feeder, MAX_DEPTH, Redirect, RedirectKind, Script, embedded
 /// Calls `out` with every command a PowerShell line runs; true when it nests
 /// deeper than [`MAX_DEPTH`].
 pub fn visit(text: &str, depth: usize, out: &mut dyn FnMut(Command)) -> bool {
+    // .NET's file writers take their path inside a call's parentheses, which the
+    // lexer reads as a sub-expression: found in the text instead.
+    for target in dotnet_file_writes(text) {
+        out(Command {
+            redirects: vec![Redirect {
+                kind: RedirectKind::Write,
+                target,
+            }],
+            ..Command::default()
+        });
+    }
     let chars: Vec<char> = text.chars().collect();
     let mut lexer = Lexer::new(&chars, depth, out);
     lexer.run(0, None);
@@ -303,10 +314,17 @@ const ALIASES: &[(&str, &str)] = &[
     ("gci", "get-childitem"),
     ("start", "start-process"),
     ("saps", "start-process"),
+    ("ren", "rename-item"),
+    ("rni", "rename-item"),
+    ("ni", "new-item"),
+    ("clc", "clear-content"),
 ];
 
 /// Parameters that take a value, for the cmdlets translated below.
 const VALUED: &[&str] = &[
+    "newname",
+    "itemtype",
+    "value",
     "filepath",
     "argumentlist",
     "path",
@@ -329,6 +347,27 @@ const VALUED: &[&str] = &[
 ];
 
 /// A command with its aliases resolved and, where there is one, its POSIX form.
+/// The paths `[IO.File]::WriteAllText('p', …)` and its kin (`WriteAllBytes`,
+/// `WriteAllLines`, `AppendAllText`, …) write.
+fn dotnet_file_writes(text: &str) -> Vec<String> {
+    static WRITER: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let Some(writer) = WRITER.get_or_init(|| {
+        regex::Regex::new(
+            r#"(?i)\[(?:system\.)?io\.file\]::(?:write|append|create)\w*\s*\(\s*['"]([^'"]+)['"]"#,
+        )
+        .ok()
+    }) else {
+        return Vec::new();
+    };
+    if !text.contains("::") {
+        return Vec::new();
+    }
+    writer
+        .captures_iter(text)
+        .filter_map(|c| c.get(1).map(|m| m.as_str().to_owned()))
+        .collect()
+}
+
 fn translate(words: Vec<String>, mut redirects: Vec<Redirect>, fed_by: Vec<Feeder>) -> Command {
     let mut words = words.into_iter().peekable();
     // The call and dot-source operators run the command named next.
@@ -446,6 +485,26 @@ fn translate(words: Vec<String>, mut redirects: Vec<Redirect>, fed_by: Vec<Feede
                 .or_else(|| (sources.len() > 1).then(|| sources.pop()).flatten());
             argv.append(&mut sources);
             argv.extend(destination);
+            argv
+        }
+        // `New-Item -Force` overwrites; `Clear-Content` empties.
+        "clear-content" | "new-item" => {
+            for target in paths(&["path", "literalpath"]) {
+                redirects.push(Redirect {
+                    kind: RedirectKind::Write,
+                    target,
+                });
+            }
+            vec![name]
+        }
+        // `Rename-Item X NEW`: X moves away, NEW (beside it) is written.
+        "rename-item" => {
+            let mut argv = vec!["mv".to_owned(), "--".to_owned()];
+            let mut operands = paths(&["path", "literalpath"]);
+            if let Some((_, new)) = named.iter().find(|(p, _)| p == "newname") {
+                operands.push(new.clone());
+            }
+            argv.extend(operands);
             argv
         }
         "set-content" | "add-content" | "out-file" => {
