@@ -827,7 +827,7 @@ impl Effects {
 /// (`-pe CODE`, `-sc CMD`) takes the next word as its value.
 fn operands_after_clusters<'a>(
     args: &'a [String],
-    with_value: &'a [&'a str],
+    with_value: &'a [&str],
     value_flags: &'a [char],
 ) -> impl Iterator<Item = &'a str> {
     let mut skip_next = false;
@@ -942,26 +942,7 @@ fn operands<'a>(args: &'a [String], with_value: &'a [&'a str]) -> impl Iterator<
 
 /// A command's operands: arguments that are not options or options' values.
 fn operands_with<'a>(args: &'a [String], with_value: &'a [&str]) -> impl Iterator<Item = &'a str> {
-    let mut after_dashes = false;
-    let mut skip_next = false;
-    args.iter().filter_map(move |a| {
-        if skip_next {
-            skip_next = false;
-            return None;
-        }
-        if after_dashes {
-            return Some(a.as_str());
-        }
-        if a == "--" {
-            after_dashes = true;
-            return None;
-        }
-        if a.starts_with('-') && a.len() > 1 {
-            skip_next = with_value.contains(&a.as_str());
-            return None;
-        }
-        Some(a.as_str())
-    })
+    operands_after_clusters(args, with_value, &[])
 }
 
 /// The files a Codex `apply_patch` adds, updates or deletes.
