@@ -185,7 +185,10 @@ impl Variables {
     /// its value, split into words as the shell would split it. Past the line's
     /// budget words are left as written and the line is marked exhausted.
     fn resolve(&mut self, argv: Vec<String>) -> Vec<String> {
-        if self.values.is_empty() || !argv.iter().any(|w| w.contains('$')) {
+        let defaults = |w: &String| w.contains("${") && w.contains([':', '-', '=', '?']);
+        if !argv.iter().any(|w| w.contains('$'))
+            || (self.values.is_empty() && !argv.iter().any(defaults))
+        {
             return argv;
         }
         let mut resolved = Vec::with_capacity(argv.len());
@@ -198,6 +201,9 @@ impl Variables {
                 Some(value) if self.expanded + value.len() <= MAX_EXPANDED_BYTES => {
                     self.expanded += value.len().max(1);
                     resolved.extend(value.split_whitespace().map(str::to_owned))
+                }
+                None if word.starts_with("${") && word.contains([':', '-', '=', '?']) => {
+                    resolved.push(self.within(word))
                 }
                 Some(_) => {
                     self.exhausted = true;
@@ -220,7 +226,41 @@ impl Variables {
             let after = &rest[at + 1..];
             let (name, used) = match after.strip_prefix('{') {
                 Some(braced) => match braced.find('}') {
-                    Some(end) => (&braced[..end], end + 2),
+                    Some(end) => {
+                        let inner = &braced[..end];
+                        // `${X:-/}`, `${X:=/}`, `${HOME:?}`: the name, and the
+                        // default used when it is not known.
+                        if let Some(at) = inner.find([':', '-', '=', '?'])
+                            && is_name(&inner[..at])
+                        {
+                            let operator = inner[at..].trim_start_matches(':');
+                            let default = operator
+                                .strip_prefix('-')
+                                .or_else(|| operator.strip_prefix('='));
+                            match (self.values.get(&inner[..at]), default) {
+                                (Some(value), _)
+                                    if self.expanded + value.len() <= MAX_EXPANDED_BYTES =>
+                                {
+                                    self.expanded += value.len().max(1);
+                                    out.push_str(value);
+                                }
+                                (Some(_), _) => {
+                                    self.exhausted = true;
+                                    out.push_str("${");
+                                    out.push_str(inner);
+                                    out.push('}');
+                                }
+                                (None, Some(default)) => out.push_str(default),
+                                (None, None) => {
+                                    out.push('$');
+                                    out.push_str(&inner[..at]);
+                                }
+                            }
+                            rest = &after[end + 2..];
+                            continue;
+                        }
+                        (inner, end + 2)
+                    }
                     None => ("", 0),
                 },
                 None => {
@@ -260,6 +300,13 @@ fn collect(
         variables.record(&command.argv);
         command.argv = expand_braces(command.argv);
         let (argv, args_from_stdin) = unwrap(variables.resolve(command.argv));
+        // `f=sandrail.toml; echo x > $f`: a redirection's target is a word too.
+        for redirect in &mut command.redirects {
+            if redirect.target.contains('$') {
+                let target = std::mem::take(&mut redirect.target);
+                redirect.target = variables.resolve(vec![target]).join(" ");
+            }
+        }
         command.argv = argv;
         command.args_from_stdin = args_from_stdin;
         if command.argv.is_empty() && command.redirects.is_empty() {
