@@ -441,6 +441,12 @@ fn every_writer_reaches_self_protection() {
         "find . -name 'sandrail.*' -exec rm {} +",
         "find . -name sandrail.toml | xargs rm",
         "echo x > sandrail.t*",
+        "python3 -c 'open(\"sandrail.toml\",\"w\").write(\"x\")'",
+        "python3 -c 'import pathlib; pathlib.Path(\".claude/settings.json\").write_text(\"{}\")'",
+        "python3 -c 'import os; os.remove(\"sandrail.toml\")'",
+        "perl -e 'unlink \"sandrail.toml\"'",
+        "ruby -e 'File.write(\"sandrail.toml\",\"x\")'",
+        "node -e 'require(\"fs\").writeFileSync(\".claude/settings.json\",\"{}\")'",
         "f=sandrail.toml; echo x > $f",
         "f=sandrail; echo x > $f.toml",
         "echo x > ${F:-sandrail.toml}",
@@ -484,6 +490,8 @@ fn every_writer_reaches_self_protection() {
         "find . -name '*.pyc' -delete",
         "find . -name __pycache__ | xargs rm -rf",
         "rm -f src/*.o",
+        "python3 -c 'print(open(\"sandrail.toml\").read())'",
+        "node -e 'console.log(require(\"fs\").readFileSync(\"package.json\", \"utf8\"))'",
     ] {
         assert_allowed(&project, &shell(&project, line));
     }

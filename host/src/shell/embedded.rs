@@ -296,9 +296,62 @@ const HOME_EXPRESSIONS: &[&str] = &[
     "env.HOME",
 ];
 
+/// Calls that write the file named by their first literal argument, read as
+/// `tee FILE`, and calls that delete it, read as `rm FILE`: so the writes list
+/// (and self-protection) sees them.
+const WRITES_FILES: &[&str] = &[
+    "writeFileSync",
+    "appendFileSync",
+    "writeFile(",
+    "File.write",
+    "File.open",
+    "IO.write",
+    "file_put_contents",
+];
+const DELETES_FILES: &[&str] = &["unlink", "os.remove", "remove(", "File.delete", "rm_f"];
+
+/// What interpreter code writes and deletes, as far as its literals show.
+fn file_changes(code: &str) -> Vec<Script> {
+    let mut scripts = Vec::new();
+    // `needs`: words one of which must follow the call for it to write (a mode,
+    // pathlib's `.write_text`); empty: it always writes.
+    let mut literal_after = |call: &str, program: &str, needs: &[&str]| {
+        let mut from = 0;
+        while let Some(at) = code[from..].find(call) {
+            let after = from + at + call.len();
+            let window: String = code[after..].chars().take(160).collect();
+            let writes_mode = needs.is_empty() || needs.iter().any(|m| window.contains(m));
+            if writes_mode && let Some(literal) = string_literals(&window).into_iter().next() {
+                scripts.push(Script::Command(vec![program.to_owned(), literal.text]));
+            }
+            from = after;
+        }
+    };
+    for call in WRITES_FILES {
+        literal_after(call, "tee", &[]);
+    }
+    // Python's `open(PATH, "w")`, read loosely.
+    let modes = ["'w", "\"w", "'a", "\"a", "'x", "\"x", "'r+", "\"r+"];
+    literal_after("open(", "tee", &modes);
+    // pathlib: `Path("X").write_text(…)`, `.unlink()`.
+    let pathlib = [
+        ".write_text",
+        ".write_bytes",
+        ".touch",
+        ".unlink",
+        ".rename",
+        ".replace",
+    ];
+    literal_after("Path(", "tee", &pathlib);
+    for call in DELETES_FILES {
+        literal_after(call, "rm", &[]);
+    }
+    scripts
+}
+
 /// What interpreter code runs, as far as its literals show.
 fn from_code(code: &str) -> Vec<Script> {
-    let mut scripts = Vec::new();
+    let mut scripts = file_changes(code);
     if RUNS_COMMANDS.iter().any(|call| code.contains(call)) {
         let literals = string_literals(code);
         for literal in &literals {
