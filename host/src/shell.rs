@@ -15,7 +15,10 @@
 
 mod embedded;
 pub mod powershell;
+pub mod printed;
 mod wrappers;
+
+use std::path::{Path, PathBuf};
 
 pub use embedded::Script;
 pub use wrappers::runs_stdin;
@@ -92,7 +95,16 @@ pub fn analyse(line: &str) -> Analysis {
 /// [`MAX_DEPTH`] or expands past [`MAX_EXPANDED_BYTES`]). Time is linear in the
 /// line, and memory is the line plus one command.
 pub fn visit(line: &str, each: &mut dyn FnMut(Command)) -> bool {
-    let mut variables = Variables::default();
+    visit_in(line, None, each)
+}
+
+/// [`visit`] for a line run in `cwd`: a script file it runs (`bash a.sh`,
+/// `./a.sh`) is read from there and followed too.
+pub fn visit_in(line: &str, cwd: Option<&Path>, each: &mut dyn FnMut(Command)) -> bool {
+    let mut variables = Variables {
+        cwd: cwd.map(Path::to_path_buf),
+        ..Variables::default()
+    };
     let too_deep = collect(line, 0, &mut variables, each);
     too_deep || variables.exhausted
 }
@@ -149,6 +161,41 @@ struct Variables {
     /// The line expands past [`MAX_EXPANDED_BYTES`]: what it runs is not fully
     /// known.
     exhausted: bool,
+    /// Files the line wrote with a printer (`echo 'rm -rf /' > a.sh`), and what
+    /// it wrote, so running one later on the line runs that text.
+    scripts: Vec<(String, String)>,
+    /// Where the line runs, so a script file it runs can be read.
+    cwd: Option<PathBuf>,
+}
+
+/// At most this many scripts written on a line are remembered, each this long.
+const MAX_SCRIPTS: usize = 8;
+const MAX_SCRIPT_LEN: usize = 1 << 16;
+/// The largest script file a line runs that is read and followed.
+pub const MAX_SCRIPT_FILE: u64 = 1 << 20;
+
+/// The script file `argv` runs, and whether a shell was named to run it
+/// (`bash a.sh`, `. a.sh`) rather than the file itself (`./a.sh`).
+fn script_run(argv: &[String]) -> Option<(&str, bool)> {
+    let (first, args) = argv.split_first()?;
+    match program(first) {
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "source" | "." => {
+            let mut words = args.iter();
+            while let Some(word) = words.next() {
+                match word.as_str() {
+                    "-c" => return None,
+                    "-o" | "+o" | "-O" | "+O" => {
+                        words.next();
+                    }
+                    w if w.starts_with('-') || w.starts_with('+') => {}
+                    w if w.is_empty() || w.starts_with("/dev/") => return None,
+                    w => return Some((w, true)),
+                }
+            }
+            None
+        }
+        _ => Some((first.as_str(), false)),
+    }
 }
 
 /// At most this many variables are remembered, and values this long.
@@ -162,7 +209,8 @@ pub const MAX_EXPANDED_BYTES: usize = 1 << 20;
 impl Variables {
     /// Records the assignments of a command made only of assignments, or of
     /// `export`/`declare`/`local`/`readonly`/`typeset` (`export D=/`).
-    fn record(&mut self, argv: &[String]) {
+    fn record(&mut self, command: &Command) {
+        let argv = &command.argv;
         let assignments = match argv.first().map(String::as_str) {
             Some("export" | "declare" | "local" | "readonly" | "typeset") => argv[1..]
                 .iter()
@@ -172,6 +220,28 @@ impl Variables {
             _ => return,
         };
         for word in assignments {
+            // `x=$(…)`: the value a substitution made is what a printer printed
+            // (`x=$(echo /)`), or not known (`x=$(mktemp -d)`), never empty.
+            if let Some((name, "")) = word.split_once('=')
+                && !command.fed_by.is_empty()
+            {
+                let printed: Option<Vec<String>> = command
+                    .fed_by
+                    .iter()
+                    .map(|f| printed::text(&feeder(f)))
+                    .collect();
+                match printed {
+                    Some(texts)
+                        if texts.iter().map(String::len).sum::<usize>() <= MAX_VARIABLE_LEN =>
+                    {
+                        self.values.insert(name.to_owned(), texts.join(" "));
+                    }
+                    _ => {
+                        self.values.remove(name);
+                    }
+                }
+                continue;
+            }
             if let Some((name, value)) = word.split_once('=')
                 && value.len() <= MAX_VARIABLE_LEN
                 && (self.values.len() < MAX_VARIABLES || self.values.contains_key(name))
@@ -179,6 +249,80 @@ impl Variables {
                 self.values.insert(name.to_owned(), value.to_owned());
             }
         }
+    }
+
+    /// Remembers the text a printer writes into a file (`>` replaces, `>>`
+    /// appends).
+    fn record_script(&mut self, command: &Command) {
+        let Some(text) = printed::text(&command.argv) else {
+            return;
+        };
+        for redirect in &command.redirects {
+            let existing = self.scripts.iter().position(|(f, _)| *f == redirect.target);
+            match (redirect.kind, existing) {
+                (RedirectKind::Read, _) => {}
+                (RedirectKind::Append, Some(at)) => {
+                    let script = &mut self.scripts[at].1;
+                    if script.len() + text.len() < MAX_SCRIPT_LEN {
+                        script.push('\n');
+                        script.push_str(&text);
+                    }
+                }
+                (_, Some(at)) => self.scripts[at].1 = text.clone(),
+                (_, None) if self.scripts.len() < MAX_SCRIPTS && text.len() < MAX_SCRIPT_LEN => {
+                    self.scripts.push((redirect.target.clone(), text.clone()))
+                }
+                (_, None) => {}
+            }
+        }
+    }
+
+    /// The text of a script the line wrote, when `argv` runs it (`bash a.sh`,
+    /// `. ./a.sh`, `./a.sh`).
+    fn written_script(&self, argv: &[String]) -> Option<&str> {
+        if self.scripts.is_empty() {
+            return None;
+        }
+        let (file, _) = script_run(argv)?;
+        let file = file.strip_prefix("./").unwrap_or(file);
+        self.scripts
+            .iter()
+            .find(|(written, _)| written.strip_prefix("./").unwrap_or(written) == file)
+            .map(|(_, text)| text.as_str())
+    }
+
+    /// The text of a script file `argv` runs, read from where the line runs: a
+    /// shell's script operand, or a program named by its path whose first line
+    /// names a shell (or that is text with no `#!`, which the shell runs itself).
+    /// A script past [`MAX_SCRIPT_FILE`] makes the line unanalysable.
+    fn script_file(&mut self, argv: &[String]) -> Option<String> {
+        let cwd = self.cwd.as_deref()?;
+        let (file, by_shell) = script_run(argv)?;
+        if !by_shell && !file.contains('/') {
+            return None;
+        }
+        let path = cwd.join(file);
+        let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
+        if meta.len() > MAX_SCRIPT_FILE {
+            self.exhausted = true;
+            return None;
+        }
+        let bytes = std::fs::read(&path).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        let runs_as_shell = match text.strip_prefix("#!") {
+            Some(shebang) => {
+                let line = shebang.lines().next().unwrap_or_default();
+                let mut words = line.split_whitespace();
+                let interpreter = words.next().map(program);
+                let interpreter = match interpreter {
+                    Some("env") => words.find(|w| !w.starts_with('-')).map(program),
+                    other => other,
+                };
+                by_shell || matches!(interpreter, Some("sh" | "bash" | "zsh" | "dash" | "ksh"))
+            }
+            None => true,
+        };
+        runs_as_shell.then_some(text)
     }
 
     /// Replaces each word that is only `$name` or `${name}` of a known variable by
@@ -192,15 +336,27 @@ impl Variables {
             return argv;
         }
         let mut resolved = Vec::with_capacity(argv.len());
+        // `IFS=,; c=rm,-rf,/; $c`: a value splits on the line's IFS too.
+        let separators: Vec<char> = self
+            .values
+            .get("IFS")
+            .map(|ifs| ifs.chars().collect())
+            .unwrap_or_default();
         for word in argv {
             let name = word
                 .strip_prefix("${")
                 .and_then(|w| w.strip_suffix('}'))
+                .map(without_subscript)
                 .or_else(|| word.strip_prefix('$'));
             match name.and_then(|n| self.values.get(n)) {
                 Some(value) if self.expanded + value.len() <= MAX_EXPANDED_BYTES => {
                     self.expanded += value.len().max(1);
-                    resolved.extend(value.split_whitespace().map(str::to_owned))
+                    resolved.extend(
+                        value
+                            .split(|c: char| c.is_whitespace() || separators.contains(&c))
+                            .filter(|field| !field.is_empty())
+                            .map(str::to_owned),
+                    )
                 }
                 None if word.starts_with("${") && word.contains([':', '-', '=', '?']) => {
                     resolved.push(self.within(word))
@@ -259,7 +415,7 @@ impl Variables {
                             rest = &after[end + 2..];
                             continue;
                         }
-                        (inner, end + 2)
+                        (without_subscript(inner), end + 2)
                     }
                     None => ("", 0),
                 },
@@ -297,7 +453,7 @@ fn collect(
     let chars: Vec<char> = line.chars().collect();
     let mut scripts_too_deep = false;
     let mut on_command = |mut command: Command| {
-        variables.record(&command.argv);
+        variables.record(&command);
         command.argv = expand_braces(command.argv);
         let (argv, args_from_stdin) = unwrap(variables.resolve(command.argv));
         // `f=sandrail.toml; echo x > $f`: a redirection's target is a word too.
@@ -322,6 +478,16 @@ fn collect(
                 });
             }
             scripts_too_deep |= follow_scripts(&command.argv, depth, variables, out);
+            // `echo 'rm -rf /' | bash`, `bash < <(printf …)`: the printed text
+            // is the script; `echo '…' > a.sh; bash a.sh`: so is the file's.
+            let script = printed::fed_script(&command)
+                .or_else(|| variables.written_script(&command.argv).map(str::to_owned))
+                .or_else(|| variables.script_file(&command.argv));
+            if let Some(script) = script {
+                scripts_too_deep |=
+                    depth >= MAX_DEPTH || collect(&script, depth + 1, variables, out);
+            }
+            variables.record_script(&command);
         }
         out(command)
     };
@@ -413,6 +579,8 @@ struct Lexer<'a, 's> {
     heredocs: Vec<Heredoc>,
     /// Lexing the inside of `$(…)` or `<(…)`: an unmatched `)` ends it.
     in_substitution: bool,
+    /// In [`Mode::Data`], the words read (an array literal's elements).
+    data: Vec<String>,
     too_deep: bool,
 }
 
@@ -434,6 +602,7 @@ impl<'a, 's> Lexer<'a, 's> {
             next_word: NextWord::Argument,
             heredoc_next: None,
             heredocs: Vec::new(),
+            data: Vec::new(),
             too_deep: false,
         }
     }
@@ -459,9 +628,13 @@ impl<'a, 's> Lexer<'a, 's> {
             match std::mem::replace(&mut self.next_word, NextWord::Argument) {
                 NextWord::Argument => self.argv.push(word),
                 NextWord::Data => {
-                    // `sh <<<'…'`: a shell runs the here-string.
+                    // `sh <<<'…'`: a shell runs the here-string; for any other
+                    // command it is what it reads (`xargs rm -rf <<< /`).
                     if self.runs_its_input() {
                         self.lex_script(&word);
+                    } else if self.substituted.len() < MAX_FEEDERS {
+                        self.substituted
+                            .push(Feeder::new(vec!["echo".to_owned(), word]));
                     }
                 }
                 NextWord::Target(kind) => self.redirects.push(Redirect { kind, target: word }),
@@ -489,7 +662,9 @@ impl<'a, 's> Lexer<'a, 's> {
         } else {
             fed_by.extend(std::mem::take(&mut self.pipeline));
         }
-        if self.mode == Mode::Commands && (!argv.is_empty() || !redirects.is_empty()) {
+        if self.mode == Mode::Data {
+            self.data.extend(argv);
+        } else if !argv.is_empty() || !redirects.is_empty() {
             (self.sink)(Command {
                 argv,
                 redirects,
@@ -524,12 +699,14 @@ impl<'a, 's> Lexer<'a, 's> {
                 {
                     // Arithmetic `(( … ))`: no commands, and no heredocs, inside.
                     self.end_command();
-                    i = skip_arithmetic(self.chars, i + 2);
+                    i = self.arithmetic(i + 2);
                 }
                 '(' if self.in_word && is_assignment_start(&self.word) => {
-                    // An array literal `NAME=( … )`: its words are data.
-                    i = self.nested(i + 1, Mode::Data);
-                    self.word.push_str("(…)");
+                    // An array literal `NAME=( … )`: its words are data, kept
+                    // as the value (`a=(rm -rf /); "${a[@]}"` runs them).
+                    let (end, elements) = self.array_literal(i + 1);
+                    i = end;
+                    self.word.push_str(&elements.join(" "));
                 }
                 '(' => {
                     self.end_command();
@@ -612,7 +789,7 @@ impl<'a, 's> Lexer<'a, 's> {
                     && arithmetic_end(self.chars, i + 3).is_some() =>
                 {
                     self.in_word = true;
-                    i = skip_arithmetic(self.chars, i + 3);
+                    i = self.arithmetic(i + 3);
                 }
                 '$' if self.at(i + 1) == Some('(') => {
                     self.in_word = true;
@@ -761,7 +938,7 @@ impl<'a, 's> Lexer<'a, 's> {
                     && self.at(i + 2) == Some('(')
                     && arithmetic_end(self.chars, i + 3).is_some() =>
                 {
-                    i = skip_arithmetic(self.chars, i + 3);
+                    i = self.arithmetic(i + 3);
                 }
                 '$' if self.at(i + 1) == Some('(') => i = self.nested(i + 2, Mode::Commands),
                 '`' => i = self.backticks(i + 1),
@@ -865,6 +1042,37 @@ impl<'a, 's> Lexer<'a, 's> {
         end
     }
 
+    /// Lexes an array literal's elements, up to its closing `)`; substitutions
+    /// in them run.
+    fn array_literal(&mut self, start: usize) -> (usize, Vec<String>) {
+        if self.depth >= MAX_DEPTH {
+            self.too_deep = true;
+            return (skip_balanced(self.chars, start), Vec::new());
+        }
+        let mut inner = Lexer::new(self.chars, self.depth + 1, Mode::Data, &mut *self.sink);
+        inner.in_substitution = true;
+        let end = inner.run(start);
+        self.too_deep |= inner.too_deep;
+        (end, std::mem::take(&mut inner.data))
+    }
+
+    /// Skips arithmetic `(( … ))` from `start`, running the substitutions in it
+    /// (`$(( $(rm -rf /) ))` runs `rm`). Returns the index after its `))`.
+    fn arithmetic(&mut self, start: usize) -> usize {
+        let end = skip_arithmetic(self.chars, start);
+        let mut i = start;
+        while i < end {
+            match self.at(i) {
+                Some('$') if self.at(i + 1) == Some('(') && self.at(i + 2) != Some('(') => {
+                    i = self.nested(i + 2, Mode::Commands);
+                }
+                Some('`') => i = self.backticks(i + 1),
+                _ => i += 1,
+            }
+        }
+        end.max(i)
+    }
+
     fn backticks(&mut self, start: usize) -> usize {
         let mut i = start;
         let mut inner = String::new();
@@ -941,6 +1149,15 @@ fn skip_balanced(chars: &[char], start: usize) -> usize {
         }
     }
     chars.len()
+}
+
+/// An array's name without its subscript: `a[@]`, `a[*]` and `a[0]` read `a`,
+/// whose value is all its elements (an over-reach for `a[0]`, never an under-).
+fn without_subscript(reference: &str) -> &str {
+    reference
+        .split_once('[')
+        .filter(|(_, subscript)| subscript.ends_with(']'))
+        .map_or(reference, |(name, _)| name)
 }
 
 fn is_assignment_start(word: &str) -> bool {

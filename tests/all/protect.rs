@@ -416,6 +416,10 @@ fn every_writer_reaches_self_protection() {
     put(&project.dir().join(".claude/settings.json"), "{}");
     put(&project.dir().join("incoming/sandrail.toml"), "");
     put(&project.dir().join("incoming/settings.json"), "{}");
+    put(
+        &project.dir().join("edit-config.sh"),
+        "#!/bin/sh\nsed -i 's/deny/allow/' sandrail.toml\n",
+    );
     for line in [
         "touch sandrail.toml",
         "sed -ri 's/a/b/' sandrail.toml",
@@ -455,6 +459,12 @@ fn every_writer_reaches_self_protection() {
         "shred -n 3 -u .claude/settings.json",
         "rm -f .claude/*.json",
         "rm -f .clau?e/settings.json",
+        // A script the line feeds a shell, writes and runs, or finds on disk.
+        "printf 'echo x > sandrail.toml' | sh",
+        "bash < <(echo 'cp x .claude/settings.json')",
+        "echo 'touch sandrail.toml' > a.sh; bash a.sh",
+        "bash edit-config.sh",
+        "./edit-config.sh",
     ] {
         assert_protected(&project, &shell(&project, line));
     }

@@ -192,12 +192,67 @@ fn bash_grammar_is_followed() {
             "python3 -c 'import os\nfor _ in iter(int, 1): os.fork()'",
             Some("fork-bomb"),
         ),
+        // Arrays and IFS carry words, and arithmetic runs its substitutions.
+        ("a=(rm -rf /); \"${a[@]}\"", RD),
+        ("a=(git push -f); ${a[*]}", Some("force-push")),
+        ("IFS=,; c=rm,-rf,/; $c", RD),
+        ("echo $(( $(rm -rf /) ))", RD),
+        ("(( x = `rm -rf /` ))", RD),
+        // What a shell is fed: printed text, a here-string to xargs, a process
+        // substitution, a script the line wrote.
+        ("echo rm -rf / | bash", RD),
+        ("printf 'rm -rf %s\\n' / | sh", RD),
+        ("bash < <(echo rm -rf /)", RD),
+        ("bash <(echo git push -f)", Some("force-push")),
+        ("xargs rm -rf <<< /", RD),
+        ("xargs git push <<< -f", Some("force-push")),
+        ("echo 'rm -rf /' > a.sh; bash a.sh", RD),
+        ("echo 'rm -rf ~' > a.sh && chmod +x a.sh && ./a.sh", RD),
+        ("x=$(echo /); rm -rf \"$x\"", RD),
         // Look-alikes: arithmetic, a function that does not recurse, sourcing a file.
+        ("a=(x y); echo \"${a[@]}\"", None),
+        ("echo 'echo hi' > a.sh; bash a.sh", None),
+        ("echo hello | bash -c 'cat'", None),
+        ("grep x <<< hello", None),
+        ("work=$(mktemp -d); trap 'rm -rf \"$work\"' EXIT", None),
         ("((i = i + 1))", None),
         ("echo $((1 + (2 * 3)))", None),
         ("f(){ echo hi & }; f", None),
         ("source ./env.sh", None),
     ]);
+}
+
+/// A script file the line runs is read where the line runs and judged as its
+/// commands: by a shell named to run it, or by its path when its `#!` names a
+/// shell. One past the size bound is unanalysable, not skipped.
+#[test]
+fn script_files_a_line_runs_are_followed() {
+    let project = Project::new();
+    let dir = project.dir();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).expect("script");
+    write("wipe.sh", "#!/bin/sh\nset -e\nrm -rf ~\n");
+    write("push.sh", "git push --force origin main\n");
+    write("build.sh", "#!/usr/bin/env bash\ncargo build --release\n");
+    write("tool.py", "#!/usr/bin/env python3\nprint('rm -rf /')\n");
+    write(
+        "huge.sh",
+        &format!("{}\necho done\n", "# padding\n".repeat(120_000)),
+    );
+    assert_table_in(
+        &project,
+        &[
+            ("bash wipe.sh", RD),
+            ("./wipe.sh", RD),
+            ("sh -x ./push.sh", Some("force-push")),
+            (". push.sh", Some("force-push")),
+            ("bash huge.sh", Some("unanalysable")),
+            // Look-alikes: a harmless script, another language, a missing file.
+            ("./build.sh", None),
+            ("./tool.py", None),
+            ("bash missing.sh", None),
+        ],
+        Some(&dir),
+    );
 }
 
 /// Git's own ways to destroy history or work, and the everyday forms beside them.

@@ -237,7 +237,14 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
     let command = if command.args_from_stdin {
         let mut argv = command.argv.clone();
         for feeder in command.fed_by.iter().map(|f| shell::feeder(f)) {
-            argv.extend(operands(feeder.get(1..).unwrap_or_default()).map(str::to_owned));
+            // A printer's words, options included (`xargs git push <<< -f`);
+            // another's operands.
+            match shell::printed::words(&feeder) {
+                Some(words) => argv.extend(words),
+                None => {
+                    argv.extend(operands(feeder.get(1..).unwrap_or_default()).map(str::to_owned))
+                }
+            }
         }
         widened = Command {
             argv,
@@ -250,7 +257,7 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
     // `git push origin $(echo --force)`: a substitution of `echo`/`printf`
     // produces its arguments.
     let substituted;
-    let command = match printed_operands(command) {
+    let command = match shell::printed::substituted_words(command) {
         Some(argv) => {
             substituted = Command {
                 argv,
@@ -460,34 +467,6 @@ fn produces_no_critical_path(argv: &[String], cwd: Option<&Path>) -> bool {
     }
 }
 
-/// The words a command's empty operands (what a substitution made) stand for,
-/// when a substitution feeding it only prints (`$(echo --force)`).
-fn printed_operands(command: &Command) -> Option<Vec<String>> {
-    if !command.argv.iter().skip(1).any(String::is_empty) {
-        return None;
-    }
-    let printed: Vec<String> = command
-        .fed_by
-        .iter()
-        .map(|f| shell::feeder(f))
-        .filter(|f| {
-            f.first()
-                .is_some_and(|p| matches!(shell::program(p), "echo" | "printf"))
-        })
-        .flat_map(|f| {
-            f.into_iter()
-                .skip(1)
-                .filter(|w| !matches!(w.as_str(), "-n" | "-e"))
-        })
-        .collect();
-    if printed.is_empty() {
-        return None;
-    }
-    let mut argv = command.argv.clone();
-    argv.extend(printed);
-    Some(argv)
-}
-
 /// A program not known to run its arguments, whose arguments form a destructive
 /// command (`frobnicate --quiet rm -rf /`), is judged as if it ran them: an
 /// unknown wrapper must not be a way around the rules.
@@ -536,26 +515,6 @@ fn judge_program(program: &str, cwd: Option<&Path>, command: &Command) -> Option
         }
         if feeders.iter().any(|argv| is_decoder(argv)) {
             return Some(DECODED_TO_SHELL);
-        }
-        // `echo 'rm -rf /' | bash`: the printed text is the script.
-        for feeder in &feeders {
-            if feeder
-                .first()
-                .is_some_and(|p| matches!(shell::program(p), "echo" | "printf"))
-            {
-                let script = feeder[1..]
-                    .iter()
-                    .filter(|w| !w.starts_with('-'))
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                if let Some(reason) = find(&script, &Patterns::default()) {
-                    return match reason {
-                        Cow::Borrowed(r) => Some(r),
-                        Cow::Owned(_) => Some(UNANALYSABLE),
-                    };
-                }
-            }
         }
     }
     match program {

@@ -374,7 +374,7 @@ impl Effects {
         let too_deep = if powershell {
             shell::powershell::visit(line, 0, &mut each)
         } else {
-            shell::visit(line, &mut each)
+            shell::visit_in(line, cwd, &mut each)
         };
         if effects.destructive.is_none() {
             effects.destructive = destructive::line_reason(line)
