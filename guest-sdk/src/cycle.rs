@@ -81,13 +81,14 @@ impl ContextState {
 }
 
 /// The files the span changed that still exist, in turns no earlier than
-/// `from_turn` (every turn when `None`; events of an unknown turn never count
-/// when a turn is given).
+/// `from_turn` (every turn when `None`). An event whose turn could not be read
+/// (the transcript was missing for it) counts for any turn of the cycle: a write
+/// the host could not place must not make correct work look absent.
 pub fn changed_files(span: &[SpanEvent], from_turn: Option<u32>) -> Vec<&FileChange> {
     span.iter()
         .filter(|e| match from_turn {
             None => true,
-            Some(from) => e.turn_count().is_some_and(|t| t >= from),
+            Some(from) => e.turn_count().is_none_or(|t| t >= from),
         })
         .flat_map(|e| &e.files)
         .filter(|f| f.sha256.is_some())

@@ -22,8 +22,18 @@ pub fn names() -> Vec<&'static str> {
 }
 
 /// The bundled guardrails that export `configure` (checked against their bytes by
-/// a test), so that a config without them never reads a component to ask.
-pub const CONFIGURABLE: &[&str] = &["contracts", "verify-artifact-produced"];
+/// a test): `check-config` runs their check.
+pub const CONFIGURABLE: &[&str] = &[
+    "contracts",
+    "dotforge",
+    "session-budget",
+    "verify-artifact-produced",
+];
+
+/// Those of them whose check can answer which state-costing facts their config
+/// reads, asked at events; the others only validate their config, so a config
+/// with none of these never reads a component to ask.
+pub const ANSWERS_NEEDS: &[&str] = &["contracts", "verify-artifact-produced"];
 
 #[cfg(test)]
 mod tests {

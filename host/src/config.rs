@@ -695,13 +695,18 @@ impl Config {
     }
 }
 
-/// The override window: `SANDRAIL_OVERRIDE_WINDOW_SECONDS`, else the config's, else 60 s.
+/// The override window: `SANDRAIL_OVERRIDE_WINDOW_SECONDS`, else dotforge's
+/// `FORGE_OVERRIDE_WINDOW_SECONDS` (so a dotforge user's setting keeps working),
+/// else the config's, else 60 s.
 fn override_window(configured: Option<u64>) -> u64 {
-    std::env::var("SANDRAIL_OVERRIDE_WINDOW_SECONDS")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .or(configured)
-        .unwrap_or(DEFAULT_OVERRIDE_WINDOW_SECONDS)
+    [
+        "SANDRAIL_OVERRIDE_WINDOW_SECONDS",
+        "FORGE_OVERRIDE_WINDOW_SECONDS",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
+    .or(configured)
+    .unwrap_or(DEFAULT_OVERRIDE_WINDOW_SECONDS)
 }
 
 fn validate_name(name: &str) -> Result<(), String> {

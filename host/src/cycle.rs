@@ -187,12 +187,55 @@ pub fn apply_transition(
                 payload: Some(payload),
                 entered_turn: turn.map(Turn::id),
                 entered_seq: txn.next_seq().map_err(|e| e.to_string())?,
+                // An earlier failure this cycle still lost what it should have
+                // recorded.
+                failed: record.failed.take(),
             };
             "enter"
         }
     };
     txn.set_context(name, &record).map_err(|e| e.to_string())?;
     Ok(verdict)
+}
+
+/// Notes that context `name` failed on this event (`why`): what it should have
+/// recorded is lost, and the gates that require it refuse this cycle's Stop.
+pub fn record_context_failure(
+    txn: &mut StateTxn,
+    name: &str,
+    why: &str,
+) -> Result<(), crate::store::StoreError> {
+    let mut record = txn.context(name)?;
+    record.failed = Some(crate::store::cycle::ContextFailure {
+        seq: txn.next_seq()?,
+        why: why.to_owned(),
+    });
+    txn.set_context(name, &record)
+}
+
+/// Why a gate must refuse this Stop without running: a context it requires failed
+/// during this cycle ("the judge then refuses a claim it cannot corroborate").
+/// The failure is then spent: it refuses this one Stop, and the next is judged
+/// by the gate on what the context recorded since.
+pub fn failed_requirement(
+    txn: &mut StateTxn,
+    config: &Config,
+    guardrail: &Guardrail,
+) -> Result<Option<String>, crate::store::StoreError> {
+    let mark = txn.cycle()?.mark;
+    for context in config.required_contexts(guardrail) {
+        let mut record = txn.context(&context)?;
+        if let Some(failure) = record.failed.take()
+            && failure.seq > mark
+        {
+            txn.set_context(&context, &record)?;
+            return Ok(Some(format!(
+                "the context '{context}' failed during this cycle ({}), so what it should have recorded is lost and this Stop cannot be corroborated. Check the work it tracks (`sandrail cycle` shows the span), then stop again.",
+                failure.why
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// Why a gate does not run at this Stop, if it does not.

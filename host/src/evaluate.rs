@@ -10,9 +10,11 @@
 //! stderr and the receipt. The decision carries a trace of who judged and how, for
 //! the receipt the hook writes.
 //! When the state cannot be had (another process held it past the lock timeout,
-//! the directory is unusable), the guardrails that import state are skipped with
-//! one stderr line, and the stateless ones still judge: a force push is refused
-//! even while the database is busy.
+//! the directory is unusable), every guardrail still judges, with one stderr line:
+//! a violation answers at its rule's default level, a state call answers with an
+//! error (a guardrail that cannot judge without it follows its `on_error`), and
+//! contexts record nothing. A force push is refused even while the database is
+//! busy.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -189,7 +191,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                     );
                 } else {
                     eprintln!(
-                        "sandrail: {failure}; skipping the guardrails that keep state ({}) for this event",
+                        "sandrail: {failure}; the guardrails that keep state ({}) judge without it for this event: violations answer at their rule's default level, and one that cannot judge without its state follows its on_error",
                         stateful.join(", ")
                     );
                 }
@@ -270,6 +272,8 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     // and only their flag changes count: a flag records that something was
     // attempted, whatever became of the attempt.
     let mut cut = !decision.refusals.is_empty() && protocol::can_refuse(input.kind);
+    // Refusals of guardrails without `enforcement`, counted at the end.
+    let mut plain_refusals: Vec<(String, String)> = Vec::new();
     for (guardrail, component, reads_cycle) in &loaded {
         let gate = config.gate_of(guardrail);
         let mut run = GuardrailRun {
@@ -294,8 +298,25 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             decision.trace.guardrails.push(run);
             continue;
         }
-        if ((component.uses_state || context) && state_lost) || (cut && guardrail.flags.is_empty())
+        // Without the state (the lock timed out, the store is unusable) a context
+        // records nothing; a guardrail that keeps state still judges, its
+        // violations answering at their rule's default level (dotforge: "on
+        // timeout, the hook proceeds using default_level for all behaviors"), and
+        // one that cannot judge without its state fails under its `on_error`.
+        if (context && state_lost) || (cut && guardrail.flags.is_empty()) {
+            decision.trace.guardrails.push(run);
+            continue;
+        }
+        if stopping
+            && !cut
+            && let Some(t) = txn.as_mut()
+            && let Ok(Some(why)) = crate::cycle::failed_requirement(t, config, guardrail)
         {
+            run.verdict = "deny".to_owned();
+            run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
+                record_verdict(d, &guardrail.name, Judged::from(wit::Verdict::Deny(why)))
+            });
+            cut = run.refuses && gate == Gate::Enforce && protocol::can_refuse(input.kind);
             decision.trace.guardrails.push(run);
             continue;
         }
@@ -359,10 +380,24 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                 Err(e) => {
                     // A context never refuses: what it could not record is lost,
                     // and the gates that need it refuse a claim they cannot check.
+                    let why = if crate::debug_logging() {
+                        e.to_string()
+                    } else {
+                        e.brief()
+                    };
                     eprintln!(
-                        "sandrail: context '{}' failed: {e}; it records nothing for this event",
+                        "sandrail: context '{}' failed: {why}; it records nothing for this event, and the gates requiring it refuse this cycle's Stop",
                         guardrail.name
                     );
+                    if let Some(t) = txn.as_mut()
+                        && let Err(e) =
+                            crate::cycle::record_context_failure(t, &guardrail.name, &e.brief())
+                    {
+                        eprintln!(
+                            "sandrail: the failure of context '{}' could not be recorded: {e}",
+                            guardrail.name
+                        );
+                    }
                     "failed".to_owned()
                 }
             };
@@ -428,7 +463,12 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
                             &mut overrides,
                         )
                     }
-                    (verdict, _) => Judged::from(verdict),
+                    (verdict, _) => {
+                        if let Some(rule) = refused_rule(&verdict) {
+                            plain_refusals.push((guardrail.name.clone(), rule));
+                        }
+                        Judged::from(verdict)
+                    }
                 };
                 if let Judged::Escalated { level, .. } = &verdict {
                     run.level = Some(level.name().to_owned());
@@ -439,14 +479,16 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             }
             Err(failure) => {
                 run.verdict = "failed".to_owned();
+                run.reason = Some(failure.brief());
+                // One line on stderr; wasmtime's whole account (a trap's
+                // backtrace) only under SANDRAIL_LOG=debug.
+                let why = if crate::debug_logging() {
+                    failure.to_string()
+                } else {
+                    failure.brief()
+                };
                 run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
-                    could_not_judge(
-                        d,
-                        guardrail,
-                        Stage::Failed,
-                        &failure.to_string(),
-                        &failure.brief(),
-                    )
+                    could_not_judge(d, guardrail, Stage::Failed, &why, &failure.brief())
                 });
             }
         }
@@ -469,6 +511,15 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         }
         stop::settle(&mut txn, &mut decision, input, turn.as_ref(), config);
     }
+    count_plain_refusals(
+        &mut txn,
+        &plain_refusals,
+        needs_state,
+        input,
+        dirs,
+        config,
+        &mut decision,
+    );
     advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
     let committed = commit(txn, &mut decision, config);
     // An override is on the trail only once the state that recorded it is saved.
@@ -572,7 +623,7 @@ fn add_costly_facts(
 }
 
 /// Advances the session's counters for a tool call (a refused one moves only
-/// `destructive_attempts`) and remembers the case it touched.
+/// `refused_calls`) and remembers the case it touched.
 fn advance_session(
     txn: &mut Option<StateTxn>,
     kept: Option<SessionFacts>,
@@ -710,6 +761,7 @@ fn not_run(
         verdict: "not-run".to_owned(),
         refuses,
         gate,
+        reason: Some(guest_text::one_line(why, runtime::BRIEF_CHARS)),
         ..GuardrailRun::default()
     });
 }
@@ -1092,6 +1144,53 @@ fn input_fingerprint(tool_input: &str) -> String {
 }
 
 /// Adds a verdict to the decision; true when it refuses the event.
+/// The rule a refusal by a guardrail without `enforcement` is counted under: its
+/// violation's rule, or `deny`.
+fn refused_rule(verdict: &wit::Verdict) -> Option<String> {
+    match verdict {
+        wit::Verdict::Violation(v) => Some(v.rule.clone()),
+        wit::Verdict::Deny(_) => Some("deny".to_owned()),
+        wit::Verdict::Pass | wit::Verdict::Note(_) => None,
+    }
+}
+
+/// Counts the refusals of guardrails without `enforcement` in the session's rule
+/// records, so `sandrail status` shows them (escalating rules count in
+/// `escalate`). An event that took no state for its guardrails opens it only
+/// now, when something was refused: most events refuse nothing and stay off the
+/// database.
+fn count_plain_refusals(
+    txn: &mut Option<StateTxn>,
+    refusals: &[(String, String)],
+    tried_state: bool,
+    input: &HookInput,
+    dirs: &Dirs,
+    config: &Config,
+    decision: &mut Decision,
+) {
+    if refusals.is_empty() {
+        return;
+    }
+    if txn.is_none() && !tried_state {
+        *txn = begin_state(
+            dirs.state.as_deref(),
+            &input.session_id,
+            config.lock_timeout,
+            &mut decision.alerts,
+        )
+        .ok();
+    }
+    let Some(t) = txn.as_mut() else {
+        return;
+    };
+    let now = crate::clock::now();
+    for (guardrail, rule) in refusals {
+        if let Err(e) = t.count_refusal(guardrail, rule, input.tool_name.as_deref(), now) {
+            eprintln!("sandrail: [{guardrail}] this refusal could not be counted: {e}");
+        }
+    }
+}
+
 fn record_verdict(decision: &mut Decision, guardrail: &str, judged: Judged) -> bool {
     match judged {
         Judged::Pass => false,

@@ -19,6 +19,7 @@
 //! guardrail declares it reads them ([`Costly`]).
 
 pub mod case;
+mod contents;
 mod destructive;
 pub mod patterns;
 mod tool;
@@ -74,6 +75,7 @@ pub const COUNTERS: &[&str] = &[
     "subagents_spawned",
     "case_files_read",
     "payments_attempted",
+    "refused_calls",
 ];
 
 /// What the host keeps about a session for the `session` and `case` facts.
@@ -98,8 +100,9 @@ impl SessionFacts {
         Value::Object(counters)
     }
 
-    /// Advances the counters for a call. `refused`: the call was stopped, so only
-    /// `destructive_attempts` (which counts attempts) moves.
+    /// Advances the counters for a call. `refused`: the call was stopped, so it
+    /// never happened (seed 001: "a call that was stopped does not advance the
+    /// counters") and only `refused_calls` moves.
     pub fn advance(&mut self, tool: &Map<String, Value>, case_touched: bool, refused: bool) {
         let fact = |name: &str| tool.get(name).and_then(Value::as_bool) == Some(true);
         let mut bump = |name: &str, when: bool| {
@@ -107,10 +110,11 @@ impl SessionFacts {
                 *self.counters.entry(name.to_owned()).or_default() += 1;
             }
         };
-        bump("destructive_attempts", fact("is_destructive"));
         if refused {
+            bump("refused_calls", true);
             return;
         }
+        bump("destructive_attempts", fact("is_destructive"));
         bump("tool_calls", true);
         bump("files_read", fact("is_read"));
         bump("files_written", fact("is_write"));

@@ -92,7 +92,7 @@ pub fn run(stdin: impl Read) -> Outcome {
         alerts: repairs.into_iter().chain(in_force.alerts).collect(),
     };
     if input.kind == EventKind::ConfigChange {
-        return config_change(&input, &config, dirs.state.as_deref(), trail);
+        return config_change(&input, &config, &dirs, trail);
     }
     if input.kind == EventKind::SessionStart
         && config.protect.enabled
@@ -106,13 +106,7 @@ pub fn run(stdin: impl Read) -> Outcome {
         || decision.trace.host_refused
         || !decision.alerts.is_empty();
     if judged {
-        write_receipt(
-            &input,
-            &config,
-            dirs.state.as_deref(),
-            trail.policy,
-            &mut decision,
-        );
+        write_receipt(&input, &config, &dirs, trail.policy, &mut decision);
     }
     if !decision.refusals.is_empty() && !protocol::can_refuse(input.kind) {
         eprintln!(
@@ -128,12 +122,8 @@ pub fn run(stdin: impl Read) -> Outcome {
 
 /// A settings change (Claude Code's ConfigChange): refused when it would switch
 /// sandrail's hooks off, unless self-protection is off.
-fn config_change(
-    input: &HookInput,
-    config: &Config,
-    state: Option<&Path>,
-    trail: Trail,
-) -> Outcome {
+fn config_change(input: &HookInput, config: &Config, dirs: &Dirs, trail: Trail) -> Outcome {
+    let state = dirs.state.as_deref();
     let mut decision = protocol::Decision {
         alerts: trail.alerts,
         ..protocol::Decision::default()
@@ -151,7 +141,7 @@ fn config_change(
             &reason,
         ));
     }
-    write_receipt(input, config, state, trail.policy, &mut decision);
+    write_receipt(input, config, dirs, trail.policy, &mut decision);
     Outcome {
         answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
         block: false,
@@ -170,10 +160,11 @@ struct Trail {
 fn write_receipt(
     input: &HookInput,
     config: &Config,
-    state: Option<&Path>,
+    dirs: &Dirs,
     policy: Option<String>,
     decision: &mut protocol::Decision,
 ) {
+    let state = dirs.state.as_deref();
     let why = match state {
         None => "no state directory (set SANDRAIL_STATE_DIR or HOME), so no receipt is written"
             .to_owned(),
@@ -190,6 +181,13 @@ fn write_receipt(
                 session: input.session_id.clone(),
                 event: input.kind.to_string(),
                 tool: input.tool_name.clone(),
+                tool_use_id: input
+                    .fields
+                    .get("tool_use_id")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned),
+                project: dirs.project.as_ref().map(|p| p.display().to_string()),
+                cwd: input.cwd.clone(),
                 input_sha256: input
                     .tool_input
                     .as_deref()
@@ -197,6 +195,7 @@ fn write_receipt(
                 guardrails: decision.trace.guardrails.clone(),
                 decision: answered.to_owned(),
                 observed,
+                message: shown(decision),
                 gate: config.gate,
                 released: decision.trace.released,
                 policy,
@@ -230,6 +229,16 @@ fn write_receipt(
 }
 
 /// What the harness is answered, in a receipt's words.
+/// What the answer shows: the refusals when there are any, else the notes.
+fn shown(decision: &protocol::Decision) -> Option<String> {
+    let shown = if decision.refusals.is_empty() {
+        &decision.notes
+    } else {
+        &decision.refusals
+    };
+    (!shown.is_empty()).then(|| shown.join("\n"))
+}
+
 fn answered(kind: EventKind, decision: &protocol::Decision) -> &'static str {
     if decision.refusals.is_empty() || !protocol::can_refuse(kind) {
         "allow"
@@ -256,6 +265,16 @@ fn refused(kind: EventKind) -> &'static str {
 /// is reported when a guardrail needs it.
 fn keep_session(state: &Path, project: Option<&Path>, input: &HookInput, config: &Config) {
     let now = crate::clock::now();
+    // A session resumed after its TTL starts clean, before anything judges it.
+    if let Some(idle) = lifecycle::expire_if_idle(state, &input.session_id, config.session_ttl, now)
+    {
+        eprintln!(
+            "sandrail: session {} returned after {} h unused (the TTL is {} h): its counters, levels, flags and pending blocks are forgotten",
+            input.session_id,
+            idle / 3600,
+            config.session_ttl / 3600
+        );
+    }
     let _ = lifecycle::touch(state, &input.session_id, now);
     // The purge forgets every project's idle sessions, so no one config may
     // shorten it below the default: a config of the agent's (say, a first-seen

@@ -44,6 +44,7 @@ enum Command {
     State(StateCommand),
     /// Where each guardrail and rule stands in a session (by default the project's latest).
     Status {
+        /// The session to show; by default the project's latest.
         #[arg(long)]
         session: Option<String>,
         /// The whole status as one JSON object.
@@ -84,6 +85,7 @@ enum Command {
     /// Keep sandrail's own paths out of the agent's reach with the harness's OS
     /// sandbox and permission rules, merged into the project's settings.
     Protect {
+        /// The harness whose sandbox and permission rules to set up.
         #[arg(long, value_enum)]
         harness: commands::protect::Harness,
         /// Print the settings it would write, and write nothing.
@@ -101,6 +103,12 @@ enum Command {
         /// Only those since a time (2026-12-01T09:00:00Z) or a span back from now (2h).
         #[arg(long)]
         since: Option<String>,
+        /// Only those in which this guardrail ran (or was skipped, or not run).
+        #[arg(long, value_name = "NAME")]
+        guardrail: Option<String>,
+        /// Only those from this project directory.
+        #[arg(long, value_name = "DIR")]
+        project: Option<std::path::PathBuf>,
         /// The receipts as they are stored: one JSON object per line.
         #[arg(long)]
         json: bool,
@@ -196,6 +204,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Receipts {
             session,
             since,
+            guardrail,
+            project,
             json,
             verify,
             against,
@@ -203,6 +213,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             commands::receipts::Filter {
                 session: session.as_deref(),
                 since: since.as_deref(),
+                guardrail: guardrail.as_deref(),
+                project: project.as_deref(),
             },
             json,
             verify.then_some(commands::receipts::Verify {

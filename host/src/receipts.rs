@@ -88,6 +88,9 @@ pub struct GuardrailRun {
     /// The limits it reached, by config name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exceeded: Vec<String>,
+    /// Why it did not run or could not judge (`not-run`, `failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What the evaluation leaves for the receipt.
@@ -114,6 +117,14 @@ pub struct Receipt {
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// The harness's id of the tool call, to find it in the transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// The project the event came from, and its working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     /// The sha256 of the tool input as sent; the input itself is never recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_sha256: Option<String>,
@@ -124,6 +135,10 @@ pub struct Receipt {
     /// answered otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed: Option<String>,
+    /// What the agent (or, where it cannot be refused, the user) was shown: the
+    /// refusal, or the notes, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// The config's gate mode.
     pub gate: Gate,
     /// A Stop the guardrails refused, let through because too many were refused
@@ -507,10 +522,21 @@ pub fn verify(state_dir: &Path) -> Result<Verified, ReceiptError> {
             Ok(receipt) => {
                 verified.receipts += 1;
                 if receipt.prev != prev_hash {
-                    verified.breaks.push(format!(
-                        "line {n} (seq {}): it chains to {}, but the line before it hashes to {prev_hash}: that line was edited, or lines were removed or inserted here",
-                        receipt.seq, receipt.prev
-                    ));
+                    // The line before chained in soundly and this one follows it
+                    // by seq: that line's text is what changed.
+                    verified.breaks.push(if n > 1 && receipt.seq == prev_seq + 1 {
+                        format!(
+                            "line {} (seq {prev_seq}) was edited: line {n} (seq {}) chains to {}, but it hashes to {prev_hash}",
+                            n - 1,
+                            receipt.seq,
+                            receipt.prev
+                        )
+                    } else {
+                        format!(
+                            "line {n} (seq {}): it chains to {}, but the line before it hashes to {prev_hash}: lines were removed or inserted before it",
+                            receipt.seq, receipt.prev
+                        )
+                    });
                 } else if receipt.seq != prev_seq + 1 {
                     verified.breaks.push(format!(
                         "line {n}: seq {} follows seq {prev_seq}",
@@ -541,10 +567,14 @@ mod tests {
             session: session.into(),
             event: "PreToolUse".into(),
             tool: Some("Bash".into()),
+            tool_use_id: None,
+            project: None,
+            cwd: None,
             input_sha256: None,
             guardrails: Vec::new(),
             decision: "allow".into(),
             observed: None,
+            message: None,
             gate: Gate::Enforce,
             released: false,
             policy: None,
@@ -614,7 +644,7 @@ mod tests {
         let verified = verify(dir.path()).expect("verify");
         assert_eq!(verified.breaks.len(), 1, "{:?}", verified.breaks);
         assert!(
-            verified.breaks[0].starts_with("line 4 (seq 4)"),
+            verified.breaks[0].starts_with("line 3 (seq 3) was edited"),
             "{:?}",
             verified.breaks
         );

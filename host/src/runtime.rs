@@ -454,6 +454,19 @@ impl Runtime {
         result: Result<R, RunError>,
         limits: Limits,
     ) -> RunOutcome<R> {
+        // A Rust guest that panicked printed where and why: that is the trap's
+        // cause, in one line (the backtrace stays for SANDRAIL_LOG=debug).
+        let mut result = result;
+        if let Err(RunError::Trap { cause, .. }) = &mut result {
+            let (printed, _) = sandbox.stderr.contents();
+            if let Some((panic, rest)) = capture::panic_in(&String::from_utf8_lossy(&printed)) {
+                *cause = crate::guest_text::one_line(&panic, BRIEF_CHARS);
+                if !crate::debug_logging() {
+                    let rest = if rest.trim().is_empty() { "" } else { &rest };
+                    sandbox.stderr.replace(rest.as_bytes());
+                }
+            }
+        }
         let (keyspace, log_exceeded) = sandbox.close();
         let mut exceeded = Vec::new();
         match &result {

@@ -166,24 +166,36 @@ struct Variables {
     scripts: Vec<(String, String)>,
     /// Where the line runs, so a script file it runs can be read.
     cwd: Option<PathBuf>,
+    /// The script files followed, each once per line, and their bytes.
+    followed: std::collections::HashSet<PathBuf>,
+    followed_bytes: u64,
 }
+
+/// The shells whose scripts are followed.
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ksh93", "mksh", "ash"];
 
 /// At most this many scripts written on a line are remembered, each this long.
 const MAX_SCRIPTS: usize = 8;
 const MAX_SCRIPT_LEN: usize = 1 << 16;
 /// The largest script file a line runs that is read and followed.
-pub const MAX_SCRIPT_FILE: u64 = 1 << 20;
+pub const MAX_SCRIPT_FILE: u64 = 4 << 20;
+/// The most bytes of script files one line's analysis reads.
+pub const MAX_FOLLOWED_BYTES: u64 = 8 << 20;
 
 /// The script file `argv` runs, and whether a shell was named to run it
 /// (`bash a.sh`, `. a.sh`) rather than the file itself (`./a.sh`).
 fn script_run(argv: &[String]) -> Option<(&str, bool)> {
     let (first, args) = argv.split_first()?;
     match program(first) {
-        "sh" | "bash" | "zsh" | "dash" | "ksh" | "source" | "." => {
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "ksh93" | "mksh" | "ash" | "source" | "." => {
             let mut words = args.iter();
             while let Some(word) = words.next() {
                 match word.as_str() {
-                    "-c" => return None,
+                    // A command, or only parsing or printing (`bash -n x.sh`).
+                    "-c" | "-n" | "--noexec" | "--help" | "--version" => return None,
+                    "-o" | "+o" if words.as_slice().first().is_some_and(|o| o == "noexec") => {
+                        return None;
+                    }
                     "-o" | "+o" | "-O" | "+O" => {
                         words.next();
                     }
@@ -279,50 +291,76 @@ impl Variables {
 
     /// The text of a script the line wrote, when `argv` runs it (`bash a.sh`,
     /// `. ./a.sh`, `./a.sh`).
-    fn written_script(&self, argv: &[String]) -> Option<&str> {
+    fn written_script(&mut self, argv: &[String]) -> Option<(&str, &str)> {
         if self.scripts.is_empty() {
             return None;
         }
         let (file, _) = script_run(argv)?;
         let file = file.strip_prefix("./").unwrap_or(file);
-        self.scripts
+        let at = self
+            .scripts
             .iter()
-            .find(|(written, _)| written.strip_prefix("./").unwrap_or(written) == file)
-            .map(|(_, text)| text.as_str())
+            .position(|(written, _)| written.strip_prefix("./").unwrap_or(written) == file)?;
+        // Each text followed once per line: a script that runs itself is not
+        // followed again (which would grow without end).
+        let key = PathBuf::from(format!("written:{file}:{}", self.scripts[at].1.len()));
+        if !self.followed.insert(key) {
+            return None;
+        }
+        let (name, text) = &self.scripts[at];
+        Some((name.as_str(), text.as_str()))
     }
 
     /// The text of a script file `argv` runs, read from where the line runs: a
     /// shell's script operand, or a program named by its path whose first line
     /// names a shell (or that is text with no `#!`, which the shell runs itself).
-    /// A script past [`MAX_SCRIPT_FILE`] makes the line unanalysable.
-    fn script_file(&mut self, argv: &[String]) -> Option<String> {
+    /// Each file is followed once per line, and the files followed share a byte
+    /// budget ([`MAX_FOLLOWED_BYTES`]); a script past [`MAX_SCRIPT_FILE`], or past
+    /// the budget, makes the line unanalysable. A binary is not read.
+    fn script_file(&mut self, argv: &[String]) -> Option<(String, String)> {
+        use std::io::Read;
         let cwd = self.cwd.as_deref()?;
         let (file, by_shell) = script_run(argv)?;
         if !by_shell && !file.contains('/') {
             return None;
         }
         let path = cwd.join(file);
-        let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
-        if meta.len() > MAX_SCRIPT_FILE {
-            self.exhausted = true;
-            return None;
-        }
-        let bytes = std::fs::read(&path).ok()?;
-        let text = String::from_utf8(bytes).ok()?;
-        let runs_as_shell = match text.strip_prefix("#!") {
+        // Opened without blocking and checked to be a regular file: a FIFO put in
+        // its place cannot wedge the hook.
+        let (mut opened, size) = crate::files::open_regular(&path, u64::MAX).ok()?;
+        let mut head = [0u8; 256];
+        let read = opened.read(&mut head).ok()?;
+        let head = &head[..read];
+        let runs_as_shell = match head.strip_prefix(b"#!") {
             Some(shebang) => {
-                let line = shebang.lines().next().unwrap_or_default();
+                let line = String::from_utf8_lossy(shebang);
+                let line = line.lines().next().unwrap_or_default();
                 let mut words = line.split_whitespace();
                 let interpreter = words.next().map(program);
                 let interpreter = match interpreter {
                     Some("env") => words.find(|w| !w.starts_with('-')).map(program),
+                    Some("busybox") => words.next().map(program),
                     other => other,
                 };
-                by_shell || matches!(interpreter, Some("sh" | "bash" | "zsh" | "dash" | "ksh"))
+                by_shell || interpreter.is_some_and(|i| SHELLS.contains(&i))
             }
-            None => true,
+            // Text the shell runs itself when exec refuses it; never a binary.
+            None => by_shell || (!head.contains(&0) && !head.starts_with(b"\x7fELF")),
         };
-        runs_as_shell.then_some(text)
+        if !runs_as_shell || !self.followed.insert(path.clone()) {
+            return None;
+        }
+        if size > MAX_SCRIPT_FILE || self.followed_bytes + size > MAX_FOLLOWED_BYTES {
+            self.exhausted = true;
+            return None;
+        }
+        self.followed_bytes += size;
+        let mut bytes = head.to_vec();
+        opened.take(size).read_to_end(&mut bytes).ok()?;
+        Some((
+            file.to_owned(),
+            String::from_utf8_lossy(&bytes).into_owned(),
+        ))
     }
 
     /// Replaces each word that is only `$name` or `${name}` of a known variable by
@@ -481,9 +519,24 @@ fn collect(
             // `echo 'rm -rf /' | bash`, `bash < <(printf …)`: the printed text
             // is the script; `echo '…' > a.sh; bash a.sh`: so is the file's.
             let script = printed::fed_script(&command)
-                .or_else(|| variables.written_script(&command.argv).map(str::to_owned))
-                .or_else(|| variables.script_file(&command.argv));
-            if let Some(script) = script {
+                .map(|text| (None, text))
+                .or_else(|| {
+                    variables
+                        .written_script(&command.argv)
+                        .map(|(name, text)| (Some(name.to_owned()), text.to_owned()))
+                })
+                .or_else(|| {
+                    variables
+                        .script_file(&command.argv)
+                        .map(|(name, text)| (Some(name), text))
+                });
+            if let Some((name, script)) = script {
+                // Inside a script file, `$0` is its path (`cd "$(dirname "$0")"`),
+                // also where a substitution reads it.
+                let script = match name {
+                    Some(name) => script.replace("${0}", &name).replace("$0", &name),
+                    None => script,
+                };
                 scripts_too_deep |=
                     depth >= MAX_DEPTH || collect(&script, depth + 1, variables, out);
             }

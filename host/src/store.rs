@@ -524,6 +524,30 @@ impl StateTxn {
         Ok(rules.len())
     }
 
+    /// Counts one refusal by a guardrail that does not escalate (its violation, or
+    /// its `deny` under the rule `deny`), so `sandrail status` shows what it
+    /// refused; the level is left alone.
+    pub fn count_refusal(
+        &mut self,
+        guardrail: &str,
+        rule: &str,
+        tool: Option<&str>,
+        now: u64,
+    ) -> Result<u64, StoreError> {
+        let mut table = self.txn.open_table(RULES)?;
+        let mut state: RuleState = match table.get((guardrail, rule))? {
+            Some(text) => serde_json::from_str(text.value()).unwrap_or_default(),
+            None => RuleState::default(),
+        };
+        state.counter += 1;
+        state.last_violation_at = Some(now);
+        state.last_violation_tool = tool.map(str::to_owned);
+        let text = serde_json::to_string(&state).map_err(StoreError::Encode)?;
+        table.insert((guardrail, rule), text.as_str())?;
+        self.dirty = true;
+        Ok(state.counter)
+    }
+
     /// Counts one violation of `rule` and resolves its level: the counter rises
     /// first, and the level never falls. A soft_block is remembered, and the same
     /// input within the window after it is the user's override, not a violation.
@@ -546,7 +570,8 @@ impl StateTxn {
         let outcome = match (pending, occurrence.input_hash) {
             (Some(pending), Some(hash))
                 if pending.input_hash == hash
-                    && occurrence.now.saturating_sub(pending.at) <= occurrence.override_window =>
+                    // dotforge: `now - blocked_at < window`, the end excluded.
+                    && occurrence.now.saturating_sub(pending.at) < occurrence.override_window =>
             {
                 state.overrides += 1;
                 Escalation::Overridden {

@@ -266,7 +266,7 @@ fn an_unusable_state_directory_costs_only_state() {
     );
     assert!(
         run.stderr()
-            .contains("skipping the guardrails that keep state (session-budget)"),
+            .contains("the guardrails that keep state (session-budget) judge without it"),
         "{}",
         run.stderr()
     );

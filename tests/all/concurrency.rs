@@ -147,7 +147,8 @@ fn a_held_lock_times_out_and_the_event_is_still_judged() {
     std::thread::sleep(std::time::Duration::from_millis(500));
 
     let run = project.hook(&bash("sess-lock", "git push --force"));
-    // The stateless guardrail still refuses; the stateful one is skipped, in one line.
+    // The stateless guardrail refuses first; the stateful one would judge without
+    // its state, and the lock timeout is one line.
     assert!(
         run.deny_reason()
             .is_some_and(|r| r.starts_with("[no-destructive-git/force-push]")),
@@ -162,7 +163,7 @@ fn a_held_lock_times_out_and_the_event_is_still_judged() {
     assert_eq!(
         lock_lines,
         [
-            "sandrail: another sandrail process held this session's state for longer than the lock timeout (200ms); skipping the guardrails that keep state (counter) for this event"
+            "sandrail: another sandrail process held this session's state for longer than the lock timeout (200ms); the guardrails that keep state (counter) judge without it for this event: violations answer at their rule's default level, and one that cannot judge without its state follows its on_error"
         ]
     );
     assert!(!stderr.contains("failed"), "{stderr}");

@@ -677,3 +677,105 @@ key = "tag:research"
     std::fs::remove_file(&agent.transcript).expect("remove");
     assert_eq!(stamped(&agent.wrote("notes/c.md", "no turn")), "Unknown");
 }
+
+/// A change recorded while the turn could not be read (the session's transcript
+/// missing for that event) is evidence for any claim in the same cycle: the agent
+/// is not refused for correct work the host could not place.
+#[test]
+fn evidence_written_while_the_transcript_is_missing_counts() {
+    let project = Project::new();
+    project.config(PAIR);
+    let mut agent = Agent::new(&project, "cycle-unknown-turn");
+    agent.user("step 1");
+    agent.user("step 2");
+    agent.wrote("notes/plan.md", TAGGED).assert_silent();
+    // The transcript is gone while the report is written: that change's turn is
+    // unknown.
+    let aside = agent.transcript.with_extension("aside");
+    std::fs::rename(&agent.transcript, &aside).expect("move the transcript away");
+    let wrote = agent.wrote("reports/r.md", "# Report\n");
+    assert!(
+        wrote.stderr().contains("turn unknown"),
+        "{}",
+        wrote.stderr()
+    );
+    std::fs::rename(&aside, &agent.transcript).expect("bring it back");
+    let span = agent.cycle()["span"].clone();
+    let report = span
+        .as_array()
+        .and_then(|s| s.iter().find(|e| e["files"][0]["path"] == "reports/r.md"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(report["turn"].is_null(), "{span}");
+    assert_eq!(refused(&agent.stop(false)), None);
+}
+
+/// "The judge then refuses a claim it cannot corroborate": a context that fails
+/// on an event (here it runs out of fuel) lost what it should have recorded, so
+/// the gate requiring it refuses the cycle's Stop, naming the context, instead of
+/// being held; once a Stop is accepted the next cycle starts clean.
+#[test]
+fn a_context_that_fails_makes_its_gate_refuse_the_stop() {
+    let project = Project::new();
+    let starved = context_and_gate(None).replace(
+        "exit_on = \"rollback\"\n",
+        "exit_on = \"rollback\"\n[guardrail.limits]\nfuel = 1000\n",
+    );
+    project.config(&starved);
+    let mut agent = Agent::new(&project, "cycle-starved");
+    agent.user("deploy it");
+    let run = agent.bash("./deploy.sh prod");
+    assert!(
+        run.stderr().contains("context 'deploying' failed"),
+        "{}",
+        run.stderr()
+    );
+    let reason = refused(&agent.stop(false)).expect("the gate refuses");
+    assert!(
+        reason.contains("[watcher] the context 'deploying' failed during this cycle"),
+        "{reason}"
+    );
+    assert_eq!(last_verdict(&project, "watcher"), "deny");
+    // The failure refused that Stop; the next is judged by the gate again.
+    project.reconfigure(&context_and_gate(None));
+    let again = agent.stop(true);
+    assert!(
+        refused(&again).is_none_or(|r| !r.contains("failed during this cycle")),
+        "{}",
+        again.stdout()
+    );
+    assert_ne!(last_verdict(&project, "watcher"), "deny");
+}
+
+/// The bundled gate pairs with the context its `requires` names, whatever the
+/// entries are called: two pairs for two tags each judge their own claim.
+#[test]
+fn the_bundled_gate_pairs_with_the_context_it_requires_by_any_name() {
+    let project = Project::new();
+    let pair = |tag: &str, glob: &str| {
+        format!(
+            "[[guardrail]]\nname = \"{tag}-declared\"\nsource = \"builtin:tag-declared\"\nkind = \"context\"\nevents = [\"PostToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\ntag = \"{tag}\"\n\n\
+             [[guardrail]]\nname = \"{tag}-artifact\"\nsource = \"builtin:verify-artifact-produced\"\nevents = [\"Stop\"]\nrequires = [\"{tag}-declared\"]\n[guardrail.config]\nartifact_glob = \"{glob}\"\n\n"
+        )
+    };
+    project.config(&format!(
+        "{}{}",
+        pair("research", "reports/*.md"),
+        pair("audit", "audits/*.md")
+    ));
+    assert!(project.run(&["check-config"]).ok());
+    let mut agent = Agent::new(&project, "cycle-pairs");
+    agent.user("research and audit");
+    agent
+        .wrote("notes/plan.md", "<!-- sandrail:tag research -->\n")
+        .assert_silent();
+    let stop = agent.stop(false);
+    let reason = refused(&stop).unwrap_or_else(|| panic!("refused: {}", stop.stderr()));
+    assert!(
+        reason.contains("[research-artifact/artifact-missing]") && !reason.contains("audit"),
+        "{reason}"
+    );
+    assert!(!stop.stderr().contains("failed"), "{}", stop.stderr());
+    agent.wrote("reports/r.md", "# R\n").assert_silent();
+    assert_eq!(refused(&agent.stop(true)), None);
+}

@@ -1,6 +1,7 @@
 //! dotforge's behavior files, unchanged, imported and enforced: its scenario tests
 //! ported, through the real binary.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -94,6 +95,41 @@ fn the_import_keeps_order_and_enabled_state_and_a_second_import_changes_nothing(
         config
     );
     assert!(project.run(&["check-config"]).ok());
+}
+
+/// A person's `guardrail on|off` since the last import survives importing again.
+#[test]
+fn importing_again_keeps_the_switches_a_person_set() {
+    let project = imported(&["search-first"]);
+    assert!(
+        project
+            .run(&["guardrail", "off", "verify-before-done"])
+            .ok()
+    );
+    let again = project.run(&["import", "dotforge", &dotforge_dir().display().to_string()]);
+    assert!(again.ok(), "{}", again.stderr());
+    assert!(
+        again
+            .stdout()
+            .contains("imported verify-before-done: off (as the config had it)"),
+        "{}",
+        again.stdout()
+    );
+    let list = project.run(&["list", "--json"]);
+    let enabled: BTreeMap<String, bool> = list
+        .stdout()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap_or_default().to_owned(),
+                e["enabled"] == true,
+            )
+        })
+        .collect();
+    assert!(enabled["search-first"], "switched on by the person");
+    assert!(!enabled["verify-before-done"], "switched off by the person");
+    assert!(!enabled["plan-before-code"], "as index.yaml has it");
 }
 
 #[test]
@@ -369,4 +405,56 @@ fn an_edited_behavior_file_takes_effect_on_the_next_event() {
         told(&project.hook(&bash("sess-e", "make deploy"))).0,
         "context"
     );
+}
+
+/// dotforge: "on timeout, the hook proceeds using default_level for all
+/// behaviors". With the session's lock held past the timeout by another sandrail
+/// process, an imported `hard_block` behavior (stateful, for its flags) still
+/// blocks, and nothing is counted.
+#[test]
+fn a_held_lock_judges_an_imported_behavior_at_its_default_level() {
+    let project = imported(&[]);
+    for name in ["destructive-commands", "verify-before-done"] {
+        assert!(project.run(&["guardrail", "off", name]).ok());
+    }
+    // A Read spins with the session's state open for up to 3 s: sandrail at work.
+    let config = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("config");
+    project.reconfigure(&format!(
+        "[settings]\nlock_timeout_ms = 200\n{config}\n[[guardrail]]\nname = \"spinner\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\nmatcher = \"Read\"\n[guardrail.config]\naction = \"spin\"\n[guardrail.limits]\ntimeout_ms = 3000\n"
+    ));
+    let mut holder = project.cmd();
+    holder
+        .arg("hook")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut holder = holder.spawn().expect("spawn holder");
+    {
+        use std::io::Write;
+        let mut stdin = holder.stdin.take().expect("stdin");
+        stdin
+            .write_all(&tool(
+                "sess-held",
+                "Read",
+                json!({"file_path": "/home/dev/project/a.rs"}),
+            ))
+            .expect("payload");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let run = project.hook(&bash("sess-held", "git push origin main --force"));
+    let (decision, said) = told(&run);
+    assert_eq!(decision, "deny", "{}", run.stderr());
+    assert!(
+        said.starts_with(
+            "[no-destructive-git/no-destructive-git] Destructive git operation blocked"
+        ),
+        "{said}"
+    );
+    assert!(
+        run.stderr().contains("judge without it for this event"),
+        "{}",
+        run.stderr()
+    );
+    let _ = holder.wait_with_output();
+    assert_eq!(counter(&project, "sess-held", "no-destructive-git"), 0);
 }

@@ -281,7 +281,8 @@ fn the_same_call_again_after_a_soft_block_is_an_override() {
         listed
             .stdout()
             .contains("search-first/write-without-search")
-            && listed.stdout().contains("2026-11-30T10:00:30Z"),
+            && listed.stdout().contains("2026-11-30T10:00:30Z")
+            && listed.stdout().contains("reinvoked (inferred)"),
         "{}",
         listed.stdout()
     );
@@ -317,20 +318,37 @@ fn a_different_or_late_call_clears_the_pending_block() {
         told(&write_at(&project, "s", a, "2026-11-30T10:01:07Z")).1,
         "[hard-to-pass/r] b=4"
     );
-    // Within the window, exactly at its end: an override.
-    write_at(&project, "s", a, "2026-11-30T10:02:07Z").assert_silent();
+    // Exactly at the window's end: past it, as dotforge's `now - blocked_at <
+    // window` says — refused and counted; a second earlier it would pass.
+    assert_eq!(
+        told(&write_at(&project, "s", a, "2026-11-30T10:02:07Z")).1,
+        "[hard-to-pass/r] b=5"
+    );
+    write_at(&project, "s", a, "2026-11-30T10:03:06Z").assert_silent();
     // The window comes from the environment when set.
     let mut cmd = project.cmd();
-    cmd.env("SANDRAIL_NOW", "2026-11-30T10:03:00Z");
+    cmd.env("SANDRAIL_NOW", "2026-11-30T10:04:00Z");
     let first = told(&project.hook_with(cmd, &write("s", a))).1;
-    assert_eq!(first, "[hard-to-pass/r] b=5");
+    assert_eq!(first, "[hard-to-pass/r] b=6");
     let mut cmd = project.cmd();
-    cmd.env("SANDRAIL_NOW", "2026-11-30T10:03:10Z")
+    cmd.env("SANDRAIL_NOW", "2026-11-30T10:04:10Z")
         .env("SANDRAIL_OVERRIDE_WINDOW_SECONDS", "5");
     assert_eq!(
         told(&project.hook_with(cmd, &write("s", a))).1,
-        "[hard-to-pass/r] b=6"
+        "[hard-to-pass/r] b=7"
     );
+    // dotforge's own variable is read when sandrail's is not set.
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_NOW", "2026-11-30T10:04:50Z")
+        .env("FORGE_OVERRIDE_WINDOW_SECONDS", "5");
+    assert_eq!(
+        told(&project.hook_with(cmd, &write("s", a))).1,
+        "[hard-to-pass/r] b=8"
+    );
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_NOW", "2026-11-30T10:05:40Z")
+        .env("FORGE_OVERRIDE_WINDOW_SECONDS", "120");
+    project.hook_with(cmd, &write("s", a)).assert_silent();
 }
 
 #[test]
@@ -383,6 +401,8 @@ fn a_soft_block_can_ask_and_the_post_tool_use_confirms_the_override() {
     assert_eq!(line["detected"], "confirmed");
     assert_eq!(line["counter"], 1);
     assert_eq!(line["rule"], "r");
+    let listed = project.run(&["overrides"]).stdout();
+    assert!(listed.contains("confirmed by the user"), "{listed}");
     // Another call's PostToolUse confirms nothing.
     project.hook(&call("PostToolUse", "toolu_OTHER"));
     assert_eq!(
@@ -391,5 +411,37 @@ fn a_soft_block_can_ask_and_the_post_tool_use_confirms_the_override() {
             .lines()
             .count(),
         1
+    );
+}
+
+/// `sandrail status` counts what a guardrail without `enforcement` refused, per
+/// rule, rather than saying "no violations" (the embedded default's
+/// destructive-commands has no enforcement).
+#[test]
+fn status_counts_the_refusals_of_a_guardrail_that_does_not_escalate() {
+    let project = Project::new();
+    for _ in 0..6 {
+        let run = project.hook(&bash("sess-refused", "git push --force origin main"));
+        assert_eq!(told(&run).0, "deny");
+    }
+    project.hook(&bash("sess-refused", "ls"));
+    let status = project.run(&["status", "--json", "--session", "sess-refused"]);
+    let status: Value = serde_json::from_str(&status.stdout()).expect("status");
+    let rules = status["guardrails"]
+        .as_array()
+        .and_then(|gs| gs.iter().find(|g| g["name"] == "destructive-commands"))
+        .map(|g| g["rules"].clone())
+        .unwrap_or_default();
+    assert_eq!(rules[0]["rule"], "force-push", "{status}");
+    assert_eq!(rules[0]["counter"], 6, "{status}");
+    assert_eq!(rules[0]["last_violation_tool"], "Bash", "{status}");
+    let text = project
+        .run(&["status", "--session", "sess-refused"])
+        .stdout();
+    assert!(
+        text.contains("force-push")
+            && text.contains("refuses")
+            && !text.contains("destructive-commands  on\n  no violations"),
+        "{text}"
     );
 }

@@ -279,15 +279,11 @@ fn matchers_follow_claude_code_rules() {
     assert_eq!(project.hook(&notebook).context(), "[regex] regex");
 }
 
+/// Stateless guardrails that let an event through never open the database; one
+/// that refuses opens it only to count the refusal (`sandrail status` shows it).
 #[test]
-fn stateless_guardrails_never_open_the_database() {
+fn stateless_guardrails_open_the_database_only_to_count_a_refusal() {
     let project = Project::new();
-    assert!(
-        project
-            .hook(&bash("sess-nodb", "git push --force"))
-            .deny_reason()
-            .is_some()
-    );
     project.hook(&bash("sess-nodb", "ls")).assert_silent();
     assert!(
         !project.session_db("sess-nodb").exists(),
@@ -299,6 +295,16 @@ fn stateless_guardrails_never_open_the_database() {
     assert!(
         project.session_db("sess-nodb").is_file(),
         "session-budget does"
+    );
+    assert!(
+        project
+            .hook(&bash("sess-refused", "git push --force"))
+            .deny_reason()
+            .is_some()
+    );
+    assert!(
+        project.session_db("sess-refused").is_file(),
+        "the refusal is counted"
     );
 }
 

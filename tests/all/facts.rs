@@ -363,8 +363,9 @@ fn session_counters_count_what_ran_and_only_while_declared() {
     assert_eq!(session["commands_run"], json!(1), "{session:#}");
     assert_eq!(session["files_read"], json!(1), "{session:#}");
     assert_eq!(session["secrets_read"], json!(1), "{session:#}");
-    // An attempt counts even though it was stopped.
-    assert_eq!(session["destructive_attempts"], json!(1), "{session:#}");
+    // A stopped call never happened (seed 001); it is counted apart.
+    assert_eq!(session["destructive_attempts"], json!(0), "{session:#}");
+    assert_eq!(session["refused_calls"], json!(2), "{session:#}");
     assert_eq!(session["egress_calls"], json!(0), "{session:#}");
 }
 
@@ -406,7 +407,7 @@ fn every_session_counter_advances_on_its_own_kind_of_call() {
         "tool_calls": 5, "files_read": 1, "files_written": 1, "secrets_read": 1,
         "secrets_written": 1, "commands_run": 0, "destructive_attempts": 0,
         "egress_calls": 1, "subagents_spawned": 1, "case_files_read": 0,
-        "payments_attempted": 1,
+        "payments_attempted": 1, "refused_calls": 0,
     });
     assert_eq!(at(&f, "session"), Some(&expected), "{f:#}");
 }

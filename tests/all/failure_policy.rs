@@ -40,10 +40,10 @@ fn every_way_of_failing_refuses_under_deny() {
             "[guardrail.limits]\nmemory_mib = 16\n[guardrail.config]\naction = \"hog\"\n",
             "tried to grow its memory past its limit of 16 MiB",
         ),
-        // A trap is given by its cause, without the backtrace (which is on stderr).
+        // A trap is given by its cause: a Rust guest's panic, where and why.
         (
             "[guardrail.config]\naction = \"panic\"\n",
-            "wasm `unreachable` instruction executed)",
+            "panicked at tests/guardrails/probe/src/lib.rs:",
         ),
         (
             "[guardrail.config]\naction = \"huge\"\ncount = 1048576\n",
@@ -141,4 +141,33 @@ fn the_embedded_default_fails_closed_where_the_agent_writes_the_input() {
         "{}",
         run.stdout()
     );
+}
+
+/// A guardrail that panics costs stderr one line — where it panicked and why —
+/// not wasmtime's backtrace of unnamed functions; `SANDRAIL_LOG=debug` shows that.
+#[test]
+fn a_panicking_guardrail_is_one_line_on_stderr() {
+    let project = Project::new();
+    project.reconfigure(&probe_config(&[(
+        "probe",
+        "[guardrail.config]\naction = \"panic\"\n",
+    )]));
+    let run = project.hook(&bash("sess-panic", "ls"));
+    run.assert_silent();
+    let stderr = run.stderr();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("probe") || l.contains("wasm") || l.contains("panicked"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("sandrail: guardrail 'probe' failed and was skipped")
+            && lines[0].contains("panicked at tests/guardrails/probe/src/lib.rs:")
+            && lines[0].ends_with("probe asked to panic"),
+        "{stderr}"
+    );
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_LOG", "debug");
+    let debug = project.hook_with(cmd, &bash("sess-panic", "ls")).stderr();
+    assert!(debug.contains("wasm backtrace"), "{debug}");
 }

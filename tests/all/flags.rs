@@ -61,6 +61,23 @@ fn one_guardrail_sets_a_flag_another_consumes_it() {
         "{}",
         list.stdout()
     );
+    // `status` shows the flags set in a session, and when.
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_NOW", "2026-11-30T10:00:00Z");
+    project.hook_with(cmd, &grep("sess-shown"));
+    let status = project.run(&["status", "--json", "--session", "sess-shown"]);
+    let status: serde_json::Value = serde_json::from_str(&status.stdout()).expect("status");
+    assert_eq!(
+        status["flags"],
+        serde_json::json!([{"name": "ready", "set_at": "2026-11-30T10:00:00Z"}])
+    );
+    let text = project.run(&["status", "--session", "sess-shown"]).stdout();
+    assert!(
+        text.contains("ready") && text.contains("set 2026-11-30T10:00:00Z"),
+        "{text}"
+    );
+    let none = project.run(&["status", "--session", "other"]).stdout();
+    assert!(none.contains("flags: none set"), "{none}");
 }
 
 #[test]

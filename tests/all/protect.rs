@@ -416,6 +416,30 @@ fn every_writer_reaches_self_protection() {
     put(&project.dir().join(".claude/settings.json"), "{}");
     put(&project.dir().join("incoming/sandrail.toml"), "");
     put(&project.dir().join("incoming/settings.json"), "{}");
+    // An archive and a patch that carry a protected file inside.
+    let packed = std::process::Command::new("tar")
+        .args([
+            "czf",
+            "update.tgz",
+            "-C",
+            "incoming",
+            "sandrail.toml",
+            "settings.json",
+        ])
+        .current_dir(project.dir())
+        .status()
+        .expect("tar");
+    assert!(packed.success());
+    let packed = std::process::Command::new("tar")
+        .args(["czf", "notes.tgz", "-C", "incoming", "settings.json"])
+        .current_dir(project.dir())
+        .status()
+        .expect("tar");
+    assert!(packed.success());
+    put(
+        &project.dir().join("cfg.diff"),
+        "--- a/sandrail.toml\n+++ b/sandrail.toml\n@@ -1 +1 @@\n-a\n+b\n",
+    );
     put(
         &project.dir().join("edit-config.sh"),
         "#!/bin/sh\nsed -i 's/deny/allow/' sandrail.toml\n",
@@ -465,6 +489,13 @@ fn every_writer_reaches_self_protection() {
         "echo 'touch sandrail.toml' > a.sh; bash a.sh",
         "bash edit-config.sh",
         "./edit-config.sh",
+        "tar xzf update.tgz",
+        "tar -xzf update.tgz -C .claude",
+        "patch -p1 < cfg.diff",
+        "git apply cfg.diff",
+        "script -qc 'cp incoming/sandrail.toml .' /dev/null",
+        "awk 'BEGIN { print \"x\" > \"sandrail.toml\" }'",
+        "echo .claude/settings.json | xargs cp incoming/settings.json",
     ] {
         assert_protected(&project, &shell(&project, line));
     }
@@ -499,6 +530,10 @@ fn every_writer_reaches_self_protection() {
         "ln -s .claude/settings.json view.json",
         "find . -name '*.pyc' -delete",
         "find . -name __pycache__ | xargs rm -rf",
+        "tar tzf update.tgz",
+        "awk '$1 > 5 { print }' sandrail.toml",
+        "echo notes.md | xargs cp incoming/settings.json",
+        "tar xzf notes.tgz -C incoming",
         "rm -f src/*.o",
         "python3 -c 'print(open(\"sandrail.toml\").read())'",
         "node -e 'console.log(require(\"fs\").readFileSync(\"package.json\", \"utf8\"))'",

@@ -82,7 +82,10 @@ fn each_judged_event_leaves_a_receipt_without_the_input() {
     assert_eq!(json.stdout().lines().count(), 1);
     let future = project.run(&["receipts", "--since", "2999-01-01T00:00:00Z"]);
     assert!(
-        future.stdout().contains("no receipts in"),
+        future.stdout().contains("no receipt of the 3 in")
+            && future
+                .stdout()
+                .contains("matches since 2999-01-01T00:00:00Z"),
         "{}",
         future.stdout()
     );
@@ -127,7 +130,7 @@ fn verify_finds_an_edited_or_removed_receipt() {
     assert!(
         edited
             .stdout()
-            .contains("broken  line 2 (seq 2): it chains to"),
+            .contains("broken  line 1 (seq 1) was edited: line 2 (seq 2) chains to"),
         "{}",
         edited.stdout()
     );
@@ -150,7 +153,10 @@ fn verify_finds_an_edited_or_removed_receipt() {
     let removed = project.run(&["receipts", "--verify"]);
     assert_eq!(removed.code(), Some(1));
     assert!(
-        removed.stdout().contains("broken  line 3 (seq 4)"),
+        removed.stdout().contains("broken  line 3 (seq 4)")
+            && removed
+                .stdout()
+                .contains("lines were removed or inserted before it"),
         "{}",
         removed.stdout()
     );
@@ -511,4 +517,64 @@ fn an_unreachable_system_log_is_a_stderr_line_never_a_refusal() {
     quiet.hook(&bash("sess-nolog", "ls")).assert_silent();
     assert_eq!(receipts(&quiet).len(), 1);
     assert_eq!(quiet.syslog(), "");
+}
+
+/// A receipt answers "why" and "where": the message shown, the project and cwd,
+/// the `tool_use_id` that finds the call in the transcript, the policy in force,
+/// and why a guardrail did not run; `receipts` filters by guardrail and project.
+#[test]
+fn a_receipt_says_why_and_where_and_can_be_filtered() {
+    let project = Project::new();
+    let call = payload(
+        "PreToolUse",
+        "sess-why",
+        serde_json::json!({
+            "tool_name": "Bash",
+            "tool_input": {"command": "git push --force origin main"},
+            "tool_use_id": "toolu_01WHY",
+        }),
+    );
+    let said = project.hook(&call).deny_reason().expect("refused");
+    let receipt = receipts(&project).pop().expect("a receipt");
+    assert_eq!(receipt["message"], said.as_str(), "{receipt}");
+    assert_eq!(receipt["tool_use_id"], "toolu_01WHY");
+    assert_eq!(receipt["cwd"], "/home/dev/project");
+    assert_eq!(
+        receipt["project"],
+        project.dir().display().to_string().as_str(),
+        "{receipt}"
+    );
+    assert!(
+        receipt["policy"].as_str().is_some_and(|p| !p.is_empty()),
+        "{receipt}"
+    );
+
+    // A guardrail that cannot be run says why.
+    project.reconfigure(
+        "[[guardrail]]\nname = \"gone\"\nsource = \"missing.wasm\"\nevents = [\"PreToolUse\"]\n",
+    );
+    project.hook(&bash("sess-why", "ls"));
+    let receipt = receipts(&project).pop().expect("a receipt");
+    assert_eq!(receipt["guardrails"][0]["verdict"], "not-run", "{receipt}");
+    assert!(
+        receipt["guardrails"][0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("missing.wasm")),
+        "{receipt}"
+    );
+
+    let by_guardrail = project.run(&["receipts", "--guardrail", "gone"]).stdout();
+    assert_eq!(by_guardrail.lines().count(), 1, "{by_guardrail}");
+    let none = project.run(&["receipts", "--guardrail", "nobody"]).stdout();
+    assert!(none.contains("matches guardrail 'nobody'"), "{none}");
+    let here = project
+        .run(&[
+            "receipts",
+            "--project",
+            &project.dir().display().to_string(),
+        ])
+        .stdout();
+    assert_eq!(here.lines().count(), 2, "{here}");
+    let elsewhere = project.run(&["receipts", "--project", "/"]).stdout();
+    assert!(elsewhere.contains("matches project /"), "{elsewhere}");
 }

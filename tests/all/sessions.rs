@@ -56,9 +56,13 @@ fn an_idle_session_is_purged_after_its_ttl() {
     // 25 hours after its last use it is forgotten, by whichever hook comes next.
     at(&project, "2026-11-02T11:00:02Z", &bash("other", "ls"));
     assert!(!project.session_db("old").exists());
-    assert_eq!(
-        status(&project, Some("old"))["guardrails"][0]["rules"],
-        json!([])
+    let forgotten = project.run(&["status", "--session", "old"]);
+    assert_eq!(forgotten.code(), Some(1));
+    assert!(
+        forgotten.stderr().contains("no session 'old'")
+            && forgotten.stderr().contains("forgotten after its TTL"),
+        "{}",
+        forgotten.stderr()
     );
     // Its next event starts it afresh.
     assert_eq!(
@@ -302,4 +306,61 @@ fn a_purged_sessions_policy_copies_are_removed() {
     assert!(!project.session_db("old").exists(), "idle for two days");
     assert!(!blob(&first).exists(), "no session or project refers to it");
     assert!(blob(&second).is_file(), "the policy in force stays");
+}
+
+/// A session resumed after its TTL starts clean — counters and flags gone — even
+/// when the hourly purge ran just before it crossed the TTL (dotforge forgets an
+/// expired session on its own next access, before judging).
+#[test]
+fn a_session_returning_after_its_ttl_starts_clean() {
+    let project = Project::new();
+    let flagger = |name: &str, action: &str, grants: &str, tool: &str| {
+        format!(
+            "[[guardrail]]\nname = \"{name}\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\nmatcher = \"{tool}\"\n[guardrail.flags]\n{grants}\n[guardrail.config]\naction = \"{action}\"\nkey = \"ready\"\n"
+        )
+    };
+    project.reconfigure(&format!(
+        "{}{}{}",
+        counting(""),
+        flagger("setter", "flag-set", "set = [\"ready\"]", "Grep"),
+        flagger("checker", "flag-check", "check = [\"ready\"]", "Write")
+    ));
+    let grep = payload(
+        "PreToolUse",
+        "back",
+        json!({"tool_name": "Grep", "tool_input": {"pattern": "x"}}),
+    );
+    at(&project, "2026-11-01T10:00:00Z", &grep);
+    at(&project, "2026-11-01T10:00:01Z", &bash("back", "ls"));
+    // Another session's hook runs the hourly purge while "back" is 23.5 h idle.
+    at(&project, "2026-11-02T09:30:00Z", &bash("other", "ls"));
+    assert!(project.session_db("back").exists());
+    // "back" returns 24.5 h after its last use, within the hour after that purge.
+    let returned = at(
+        &project,
+        "2026-11-02T10:30:01Z",
+        &write("back", "/home/dev/project/a.rs"),
+    );
+    let told = returned.context();
+    assert!(
+        told.contains("[checker] ready is set: false") && told.contains("[counted/r] 1"),
+        "{told}"
+    );
+    assert!(
+        returned.stderr().contains("returned after 24 h unused"),
+        "{}",
+        returned.stderr()
+    );
+    // Within its TTL a session keeps them.
+    at(&project, "2026-11-02T10:30:03Z", &grep);
+    let kept = at(
+        &project,
+        "2026-11-03T10:00:00Z",
+        &write("back", "/home/dev/project/a.rs"),
+    )
+    .context();
+    assert!(
+        kept.contains("[checker] ready is set: true") && kept.contains("[counted/r] 3"),
+        "{kept}"
+    );
 }

@@ -236,8 +236,20 @@ fn script_files_a_line_runs_are_followed() {
     write("tool.py", "#!/usr/bin/env python3\nprint('rm -rf /')\n");
     write(
         "huge.sh",
-        &format!("{}\necho done\n", "# padding\n".repeat(120_000)),
+        &format!("{}\necho done\n", "# padding\n".repeat(500_000)),
     );
+    // A script that sources itself is followed once, not without end.
+    write("again.sh", &". ./again.sh\n".repeat(8));
+    write(
+        "clean.sh",
+        "#!/bin/sh\ncd \"$(dirname \"$0\")\" && find . -name __pycache__ -exec rm -rf {} +\n",
+    );
+    // Gradle's wrapper rebuilds its arguments with `tr`, which decodes nothing.
+    write(
+        "gradlew",
+        "#!/bin/sh\neval \"set -- $( printf '%s\\n' \"$DEFAULT_JVM_OPTS\" | xargs -n1 | tr '\\n' ' ' )\" '\"$@\"'\nexec java -jar wrapper.jar \"$@\"\n",
+    );
+    let binary = env!("CARGO_BIN_EXE_sandrail");
     assert_table_in(
         &project,
         &[
@@ -246,7 +258,15 @@ fn script_files_a_line_runs_are_followed() {
             ("sh -x ./push.sh", Some("force-push")),
             (". push.sh", Some("force-push")),
             ("bash huge.sh", Some("unanalysable")),
-            // Look-alikes: a harmless script, another language, a missing file.
+            ("echo '. q.sh; . q.sh; . q.sh; . q.sh' > q.sh; . q.sh", None),
+            // Look-alikes: a harmless script, another language, a missing file,
+            // a script only parsed, one that cleans where it lives, a binary
+            // bigger than any script, and a wrapper that runs its tool.
+            ("bash -n wipe.sh", None),
+            (". ./again.sh", None),
+            ("./clean.sh", None),
+            ("./gradlew build", None),
+            (&format!("{binary} --version"), None),
             ("./build.sh", None),
             ("./tool.py", None),
             ("bash missing.sh", None),
@@ -465,6 +485,20 @@ fn deletions_and_disks_however_spelled() {
 fn writes_are_listed() {
     let project = Project::new();
     std::fs::create_dir_all(project.dir().join("dir")).expect("dir");
+    // An archive and a patch whose contents say what they write.
+    std::fs::create_dir_all(project.dir().join("pack")).expect("pack");
+    std::fs::write(project.dir().join("pack/inner.txt"), "x").expect("inner");
+    let packed = std::process::Command::new("tar")
+        .args(["czf", "held.tgz", "-C", "pack", "inner.txt"])
+        .current_dir(project.dir())
+        .status()
+        .expect("tar");
+    assert!(packed.success());
+    std::fs::write(
+        project.dir().join("fix.diff"),
+        "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-a\n+b\n",
+    )
+    .expect("patch");
     let written = |line: &str| {
         let mut payload: Value =
             serde_json::from_slice(&tool_call("Bash", json!({"command": line}))).expect("json");
@@ -492,7 +526,11 @@ fn writes_are_listed() {
         ("unzip a.zip -d out", vec!["out"]),
         ("cd dir && echo x > f.txt", vec!["dir/f.txt"]),
         ("git stash", vec!["."]),
-        ("git apply fix.diff", vec!["."]),
+        ("git apply fix.diff", vec!["src/lib.rs", "."]),
+        ("git apply missing.diff", vec!["."]),
+        ("patch -p1 < fix.diff", vec!["src/lib.rs"]),
+        ("tar xzf held.tgz -C dir", vec!["dir", "dir/inner.txt"]),
+        ("tar -x -f held.tgz", vec![".", "inner.txt"]),
         ("git mv -f a b", vec!["a", "b"]),
         ("git checkout-index -f -a", vec!["."]),
         ("patch x.c fix.diff", vec!["x.c"]),

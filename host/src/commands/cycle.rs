@@ -13,8 +13,11 @@ use sandrail::store::cycle::CycleSnapshot;
 use super::{project_config, session_or_latest};
 
 pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
-    let lock_timeout =
-        project_config().map_or(sandrail::config::DEFAULT_LOCK_TIMEOUT, |c| c.lock_timeout);
+    let config = project_config().ok();
+    let lock_timeout = config
+        .as_ref()
+        .map_or(sandrail::config::DEFAULT_LOCK_TIMEOUT, |c| c.lock_timeout);
+    let keeps_cycles = config.as_ref().map(|c| c.keeps_cycles());
     let state =
         locations::state_dir().context("no state directory: set SANDRAIL_STATE_DIR (or HOME)")?;
     let session = session_or_latest(session, &state)?;
@@ -26,10 +29,17 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
     if as_json {
         let mut value = serde_json::to_value(&snapshot)?;
         value["session"] = serde_json::json!(session);
+        value["config_keeps_cycles"] = serde_json::json!(keeps_cycles);
         writeln!(out, "{value}")?;
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(out, "session {session}")?;
+    if keeps_cycles == Some(false) {
+        writeln!(
+            out,
+            "the config keeps no cycle: it has no context (`kind = \"context\"`) and no guardrail on Stop, so nothing is recorded here"
+        )?;
+    }
     writeln!(
         out,
         "read mark {} of {} recorded; {} event(s) in the span",

@@ -4,7 +4,8 @@
 //! Each entry grants the behavior file as data (the guardrail reads its triggers
 //! from it on every event), grants the flags its triggers use, and carries the
 //! file's enforcement and rendering as the entry's `enforcement`: escalation is the
-//! host's. Entries keep index.yaml's order and enabled state. Importing again
+//! host's. Entries keep index.yaml's order and enabled state (a behavior imported
+//! before keeps the config's on/off switch, which a person may have set). Importing again
 //! rewrites the same entries in place, so a second import changes nothing.
 
 use std::collections::BTreeMap;
@@ -124,15 +125,25 @@ pub fn dotforge(dir: &Path) -> anyhow::Result<ExitCode> {
                 behavior.id
             );
         }
-        let table = entry_table(&name, &behavior, entry.enabled, &data_path);
         let existing = entries
             .iter()
             .position(|t| t.get("name").and_then(Item::as_str) == Some(name.as_str()));
         match existing.and_then(|i| entries.get_mut(i)) {
-            Some(existing) => *existing = table,
-            None => entries.push(table),
+            // Imported before: the on/off switch is the person's now
+            // (`sandrail guardrail on|off`), and is kept.
+            Some(existing) => {
+                let enabled = existing
+                    .get("enabled")
+                    .and_then(Item::as_bool)
+                    .unwrap_or(true);
+                *existing = entry_table(&name, &behavior, enabled, &data_path);
+                imported.push((name, enabled, Switch::Kept));
+            }
+            None => {
+                entries.push(entry_table(&name, &behavior, entry.enabled, &data_path));
+                imported.push((name, entry.enabled, Switch::FromIndex));
+            }
         }
-        imported.push((name, entry.enabled));
     }
     let edited = doc.to_string();
     Config::parse(&edited, Origin::File(path.clone()), Some(&base))
@@ -142,11 +153,12 @@ pub fn dotforge(dir: &Path) -> anyhow::Result<ExitCode> {
         std::io::Write::write_all(&mut tmp, edited.as_bytes())?;
         tmp.persist(&path)?;
     }
-    for (name, enabled) in &imported {
-        let state = if *enabled {
-            "on"
-        } else {
-            "off (as index.yaml has it)"
+    for (name, enabled, switch) in &imported {
+        let state = match (enabled, switch) {
+            (true, Switch::FromIndex) => "on",
+            (false, Switch::FromIndex) => "off (as index.yaml has it)",
+            (true, Switch::Kept) => "on (as the config had it)",
+            (false, Switch::Kept) => "off (as the config had it)",
         };
         println!("imported {name}: {state}");
     }
@@ -220,6 +232,14 @@ fn template(text: &str, behavior: &Behavior) -> String {
             "{behavior_name}",
             behavior.name.as_deref().unwrap_or(&behavior.id),
         )
+}
+
+/// Where an imported entry's on/off switch came from.
+enum Switch {
+    /// A new entry: index.yaml's `enabled`.
+    FromIndex,
+    /// An entry imported before: the config's, as a person may have switched it.
+    Kept,
 }
 
 fn entry_table(name: &str, behavior: &Behavior, enabled: bool, data_path: &str) -> Table {

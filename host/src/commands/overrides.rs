@@ -28,18 +28,25 @@ pub fn run(session: Option<&str>, as_json: bool) -> anyhow::Result<ExitCode> {
     }
     writeln!(
         out,
-        "{:<20}  {:<24}  {:<28}  {:>7}  {:<10}  input",
-        "time", "session", "guardrail/rule", "counter", "tool"
+        "{:<20}  {:<24}  {:<28}  {:>7}  {:<10}  {:<24}  input",
+        "time", "session", "guardrail/rule", "counter", "tool", "how"
     )?;
     for r in &records {
+        // Whether a person is known to have approved it, or it was inferred from
+        // the same call coming again (which the agent itself can do in deny mode).
+        let how = match r.detected {
+            audit::Detected::Confirmed => "confirmed by the user",
+            audit::Detected::Reinvocation => "reinvoked (inferred)",
+        };
         writeln!(
             out,
-            "{:<20}  {:<24}  {:<28}  {:>7}  {:<10}  {}",
+            "{:<20}  {:<24}  {:<28}  {:>7}  {:<10}  {:<24}  {}",
             r.time,
             r.session,
             format!("{}/{}", r.guardrail, r.rule),
             r.counter,
             r.tool.as_deref().unwrap_or("-"),
+            how,
             r.summary
         )?;
     }

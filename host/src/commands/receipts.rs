@@ -12,6 +12,9 @@ use sandrail::receipts::{self, Receipt};
 pub struct Filter<'a> {
     pub session: Option<&'a str>,
     pub since: Option<&'a str>,
+    pub guardrail: Option<&'a str>,
+    /// A project directory, as given; compared after resolving it.
+    pub project: Option<&'a std::path::Path>,
 }
 
 /// What to check the receipts against, beyond their own chain.
@@ -35,10 +38,19 @@ pub fn run(
         };
     }
     let since = filter.since.map(since_seconds).transpose()?;
+    // A receipt names the project as the hook was given it; both sides are
+    // compared resolved, so `.` or a symlink finds it.
+    let resolved =
+        |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let project = filter.project.map(resolved);
+    let mut resolved_projects: std::collections::HashMap<String, std::path::PathBuf> =
+        std::collections::HashMap::new();
     let mut out = std::io::stdout().lock();
     let mut unreadable = 0;
     let mut shown = 0;
+    let mut read = 0;
     for (line, receipt) in receipts::read_all(&state)? {
+        read += 1;
         let receipt = match receipt {
             Ok(receipt) => receipt,
             Err(e) => {
@@ -49,6 +61,17 @@ pub fn run(
         };
         if filter.session.is_some_and(|s| receipt.session != s)
             || since.is_some_and(|since| seconds(&receipt.time).is_some_and(|t| t < since))
+            || filter
+                .guardrail
+                .is_some_and(|g| !receipt.guardrails.iter().any(|run| run.name == g))
+            || project.as_ref().is_some_and(|wanted| {
+                receipt.project.as_ref().is_none_or(|p| {
+                    resolved_projects
+                        .entry(p.clone())
+                        .or_insert_with(|| resolved(std::path::Path::new(p)))
+                        != wanted
+                })
+            })
         {
             continue;
         }
@@ -60,7 +83,31 @@ pub fn run(
         }
     }
     if shown == 0 && !as_json {
-        writeln!(out, "no receipts in {}", receipts::path(&state).display())?;
+        let file = receipts::path(&state);
+        // Say which: an empty file, or a filter nothing matches.
+        let mut wanted = Vec::new();
+        if let Some(session) = filter.session {
+            wanted.push(format!("session '{session}'"));
+        }
+        if let Some(since) = filter.since {
+            wanted.push(format!("since {since}"));
+        }
+        if let Some(guardrail) = filter.guardrail {
+            wanted.push(format!("guardrail '{guardrail}'"));
+        }
+        if let Some(project) = &project {
+            wanted.push(format!("project {}", project.display()));
+        }
+        if read == 0 || wanted.is_empty() {
+            writeln!(out, "no receipts in {}", file.display())?;
+        } else {
+            writeln!(
+                out,
+                "no receipt of the {read} in {} matches {}",
+                file.display(),
+                wanted.join(", ")
+            )?;
+        }
     }
     if unreadable > 0 {
         bail!("{unreadable} line(s) are not receipts; run `sandrail receipts --verify`");

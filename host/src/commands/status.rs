@@ -17,10 +17,25 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
     let state =
         locations::state_dir().context("no state directory: set SANDRAIL_STATE_DIR (or HOME)")?;
     let session = session_or_latest(session, &state)?;
-    let rules = match SessionStore::open_existing(&state, &session, config.lock_timeout)? {
-        Some(store) => store.read()?.rules()?,
-        None => Vec::new(),
+    let last_access = lifecycle::last_access(&state, &session);
+    if last_access.is_none() {
+        eprintln!(
+            "sandrail: no session '{session}' in {}: it was never seen there, or was forgotten after its TTL",
+            state.display()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    let (rules, flags) = match SessionStore::open_existing(&state, &session, config.lock_timeout)? {
+        Some(store) => {
+            let reader = store.read()?;
+            (reader.rules()?, reader.flags()?)
+        }
+        None => (Vec::new(), Vec::new()),
     };
+    let flags: Vec<serde_json::Value> = flags
+        .into_iter()
+        .map(|(name, set_at)| json!({"name": name, "set_at": clock::rfc3339(set_at)}))
+        .collect();
     let off = lifecycle::switched_off(&state, &session);
     let sandbox = super::project_dir().map(|project| {
         let home = locations::home();
@@ -54,7 +69,6 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
             "changes": record.seen.changes,
         })
     });
-    let last_access = lifecycle::last_access(&state, &session);
     let mut guardrails = Vec::new();
     for g in &config.guardrails {
         let session_off = off.contains(&g.name);
@@ -90,15 +104,15 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
             "config": config.origin.to_string(),
             "policy": policy,
             "os_sandbox": sandbox,
+            "flags": flags,
             "guardrails": guardrails,
         });
         writeln!(out, "{status}")?;
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(out, "session {session}")?;
-    match last_access {
-        Some(at) => writeln!(out, "last used {}", clock::rfc3339(at))?,
-        None => writeln!(out, "not seen in this state directory")?,
+    if let Some(at) = last_access {
+        writeln!(out, "last used {}", clock::rfc3339(at))?;
     }
     writeln!(out, "config {}", config.origin)?;
     if let Some(policy) = &policy {
@@ -153,6 +167,19 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
+    if flags.is_empty() {
+        writeln!(out, "flags: none set")?;
+    } else {
+        writeln!(out, "flags:")?;
+        for flag in &flags {
+            writeln!(
+                out,
+                "  {:<28} set {}",
+                flag["name"].as_str().unwrap_or_default(),
+                flag["set_at"].as_str().unwrap_or_default()
+            )?;
+        }
+    }
     for g in &guardrails {
         let enabled = if g["enabled"] == true {
             "on"
@@ -170,6 +197,8 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
         if rows.is_empty() {
             writeln!(out, "  no violations")?;
         }
+        // A guardrail without `enforcement` refuses each violation outright.
+        let refuses_outright = g["escalates"] == false;
         for r in rows {
             let last = match (
                 r["last_violation_at"].as_str(),
@@ -184,7 +213,11 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
                 "  {:<28} counter {:<5} level {:<11} overrides {:<3} {last}",
                 r["rule"].as_str().unwrap_or_default(),
                 r["counter"],
-                r["level"].as_str().unwrap_or_default(),
+                if refuses_outright {
+                    "refuses"
+                } else {
+                    r["level"].as_str().unwrap_or_default()
+                },
                 r["overrides"],
             )?;
         }

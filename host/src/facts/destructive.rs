@@ -197,7 +197,23 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
         first.as_str(),
         "cd" | "pushd" | "set-location" | "sl" | "chdir"
     ) {
-        let target = command.argv.get(1);
+        // `cd "$(dirname "$0")"`: a printer's words stand for the substitution;
+        // one made by a command known to stay clear (`mktemp -d`) is no critical
+        // directory; any other is judged as the root.
+        let printed = shell::printed::substituted_words(command);
+        let argv = printed.as_ref().unwrap_or(&command.argv);
+        let clear_substitution = argv.get(1).is_some_and(String::is_empty)
+            && !command.fed_by.is_empty()
+            && command
+                .fed_by
+                .iter()
+                .all(|f| produces_no_critical_path(&shell::feeder(f), cwd));
+        let target = argv[1..].iter().find(|w| !w.is_empty()).or(argv.get(1));
+        if clear_substitution && printed.is_none() {
+            line.in_critical_directory = false;
+            line.cwd = None;
+            return None;
+        }
         line.in_critical_directory = target.is_none_or(|d| reaches_critical(d, cwd));
         // Later relative paths are from there.
         line.cwd = match target {
@@ -759,7 +775,11 @@ fn is_decoder(argv: &[String]) -> bool {
         "base64" | "base32" | "basenc" => has(&["-d", "--decode", "-D"]),
         "xxd" => has(&["-r", "-revert"]),
         "openssl" => has(&["-d", "base64", "-base64"]),
-        "uudecode" | "rev" | "tr" => true,
+        "uudecode" | "rev" => true,
+        // rot13 and its kin map letter ranges; `tr '\n' ' '` decodes nothing.
+        "tr" => args
+            .iter()
+            .any(|a| a.contains("A-Z") || a.contains("a-z") || a.contains("[:alpha:]")),
         "echo" | "printf" => args.iter().any(|a| a.contains("\\x") || a.contains("\\0")),
         _ => false,
     }

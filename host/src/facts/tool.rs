@@ -9,6 +9,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use super::contents;
 use super::destructive;
 use super::patterns::Patterns;
 use crate::protocol::HookInput;
@@ -361,6 +362,8 @@ struct Effects {
     dir: Option<String>,
     /// The call's working directory, when known.
     cwd: Option<std::path::PathBuf>,
+    /// Time spent listing archives on this line (see [`contents::LISTING_BUDGET`]).
+    listing_spent: std::time::Duration,
 }
 
 impl Effects {
@@ -414,6 +417,77 @@ impl Effects {
         });
     }
 
+    /// Where a path the line names lies: under a `cd` earlier in the line, else
+    /// the call's working directory.
+    fn here(&self, path: &str) -> PathBuf {
+        let base = match (&self.dir, &self.cwd) {
+            (Some(dir), Some(cwd)) => cwd.join(dir),
+            (Some(dir), None) => PathBuf::from(dir),
+            (None, Some(cwd)) => cwd.clone(),
+            (None, None) => PathBuf::new(),
+        };
+        base.join(path)
+    }
+
+    /// `tar -x`/`unzip` write the archive's entries into `into`: each by path
+    /// when the archive can be listed, and `into` itself always.
+    fn take_in_archive(&mut self, archive: Option<&str>, into: &str, zip: bool) {
+        self.write(into);
+        // One budget of listing time for the whole line: an archive built to list
+        // slowly, extracted forty times, costs it once.
+        let remaining = contents::LISTING_BUDGET.saturating_sub(self.listing_spent);
+        if remaining.is_zero() {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let entries =
+            archive.and_then(|a| contents::archive_entries(&self.here(a), zip, remaining));
+        self.listing_spent += started.elapsed();
+        for entry in entries.iter().flatten() {
+            let path = match into {
+                "." => entry.clone(),
+                dir => format!("{}/{entry}", dir.trim_end_matches('/')),
+            };
+            self.write(&path);
+        }
+    }
+
+    /// `patch` without a file operand: the files its patch names, read from
+    /// `-i FILE` or a `< FILE` redirection, stripped as `-pN` says.
+    fn take_in_patch(&mut self, command: &Command, args: &[String]) {
+        let strip = args.iter().enumerate().find_map(|(at, a)| {
+            let n = match a.as_str() {
+                "-p" | "--strip" => args.get(at + 1)?.as_str(),
+                a => a
+                    .strip_prefix("--strip=")
+                    .or_else(|| a.strip_prefix("-p"))?,
+            };
+            n.parse().ok()
+        });
+        let input = args
+            .iter()
+            .position(|a| a == "-i" || a == "--input")
+            .and_then(|at| args.get(at + 1))
+            .map(String::as_str)
+            .or_else(|| args.iter().find_map(|a| a.strip_prefix("--input=")))
+            .or_else(|| {
+                command
+                    .redirects
+                    .iter()
+                    .find(|r| r.kind == RedirectKind::Read)
+                    .map(|r| r.target.as_str())
+            });
+        let targets = input.and_then(|i| contents::patch_targets(&self.here(i), strip));
+        match targets {
+            Some(targets) => {
+                for target in targets {
+                    self.write(&target);
+                }
+            }
+            None => self.write("."),
+        }
+    }
+
     fn take_in(&mut self, command: &Command, patterns: &Patterns, line: &mut destructive::Line) {
         if self.destructive.is_none() {
             self.destructive = destructive::judge(command, patterns, line).map(|r| r.into_owned());
@@ -433,6 +507,19 @@ impl Effects {
                 RedirectKind::Write | RedirectKind::Append => self.write(&redirect.target),
             }
         }
+        // `echo sandrail.toml | xargs cp evil`: what a printer feeds xargs are
+        // more operands.
+        let widened;
+        let command = match shell::printed::xargs_words(command) {
+            Some(argv) => {
+                widened = Command {
+                    argv,
+                    ..command.clone()
+                };
+                &widened
+            }
+            None => command,
+        };
         let Some(first) = command.argv.first() else {
             return;
         };
@@ -469,7 +556,16 @@ impl Effects {
                 }
             }
             "cd" | "pushd" | "set-location" | "chdir" => {
-                let target = args.iter().find(|a| !a.starts_with('-'));
+                // A printer's words stand for a substitution (`cd "$(dirname
+                // "$0")"`); another substitution's are not known, and later
+                // relative paths are then taken from the call's directory.
+                let printed = shell::printed::substituted_words(command);
+                let args = printed.as_ref().map_or(args, |argv| &argv[1..]);
+                let target = args.iter().find(|a| !a.is_empty() && !a.starts_with('-'));
+                if target.is_none() && args.iter().any(String::is_empty) {
+                    self.dir = None;
+                    return;
+                }
                 self.dir = match (target, &self.dir) {
                     (Some(target), Some(dir)) if !target.starts_with(['/', '~', '$']) => {
                         Some(format!("{}/{target}", dir.trim_end_matches('/')))
@@ -502,8 +598,12 @@ impl Effects {
                 ];
                 let files: Vec<&str> =
                     operands_after_clusters(args, &options, &['c', 'S']).collect();
-                // `patch FILE PATCHFILE`: the first operand is the file patched.
+                // `patch FILE PATCHFILE`: the first operand is the file patched;
+                // with none, the files the patch names (`patch -p1 < fix.diff`).
                 let files = if program == "patch" {
+                    if files.is_empty() {
+                        self.take_in_patch(command, args);
+                    }
                     &files[..files.len().min(1)]
                 } else {
                     &files[..]
@@ -537,7 +637,7 @@ impl Effects {
                     .map(String::as_str)
                     .or_else(|| args.iter().find_map(|a| a.strip_prefix("--directory=")))
                     .unwrap_or(".");
-                self.write(into);
+                self.take_in_archive(tar_archive(args), into, false);
             }
             "unzip" => {
                 let into = args
@@ -549,7 +649,8 @@ impl Effects {
                     .iter()
                     .any(|a| a == "-l" || a == "-t" || a == "-v" || a == "-Z")
                 {
-                    self.write(into);
+                    let archive = self::operands(args, &["-d", "-x", "-P"]).next();
+                    self.take_in_archive(archive, into, true);
                 }
             }
             "dd" => {
@@ -784,6 +885,26 @@ impl Effects {
                     )
                 }) =>
             {
+                // The files the patches name, when they can be read.
+                let strip = rest
+                    .iter()
+                    .find_map(|a| a.strip_prefix("-p"))
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(1);
+                let patches: Vec<&str> =
+                    operands(rest, &["--directory", "--exclude", "--include"]).collect();
+                let named: Option<Vec<String>> = (!patches.is_empty())
+                    .then(|| {
+                        patches
+                            .iter()
+                            .map(|p| contents::patch_targets(&self.here(p), Some(strip)))
+                            .collect::<Option<Vec<_>>>()
+                    })
+                    .flatten()
+                    .map(|lists| lists.concat());
+                for path in named.iter().flatten() {
+                    self.write(path);
+                }
                 vec!["."]
             }
             "reset"
@@ -821,6 +942,29 @@ impl Effects {
             self.write(path);
         }
     }
+}
+
+/// The archive `tar` reads: `-f FILE`, `--file[=]FILE`, or the word after a
+/// cluster holding `f` (`-xzf a.tgz`, `xzf a.tgz`).
+fn tar_archive(args: &[String]) -> Option<&str> {
+    let mut words = args.iter().enumerate();
+    while let Some((at, word)) = words.next() {
+        if let Some(file) = word.strip_prefix("--file=") {
+            return Some(file);
+        }
+        // Old-style options are the first word, dashless.
+        let cluster = (at == 0 || word.starts_with('-'))
+            && !word.starts_with("--")
+            && word
+                .trim_start_matches('-')
+                .chars()
+                .all(|c| c.is_ascii_alphabetic())
+            && word.contains('f');
+        if word == "--file" || cluster {
+            return words.next().map(|(_, file)| file.as_str());
+        }
+    }
+    None
 }
 
 /// The operands, where a short-option cluster ending in one of `value_flags`

@@ -38,6 +38,12 @@ impl Capture {
         (buffer.kept.clone(), buffer.dropped)
     }
 
+    /// Replaces what was kept (the dropped count stays).
+    pub fn replace(&self, bytes: &[u8]) {
+        let mut buffer = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        buffer.kept = bytes.to_vec();
+    }
+
     fn keep(&self, bytes: &[u8]) {
         let mut buffer = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let room = buffer.capacity.saturating_sub(buffer.kept.len());
@@ -75,5 +81,51 @@ impl AsyncWrite for Capture {
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+/// A Rust guest's panic in what it printed to stderr: `panicked at LOCATION:
+/// MESSAGE` in one line, and the text with the panic's lines removed (they are
+/// said once, in the failure's own line). None when it printed no panic.
+pub fn panic_in(stderr: &str) -> Option<(String, String)> {
+    let at = stderr.find("panicked at ")?;
+    // The panic's report starts at its line (`thread '…' panicked at …`).
+    let start = stderr[..at].rfind('\n').map_or(0, |n| n + 1);
+    let report = &stderr[at + "panicked at ".len()..];
+    let (location, rest) = report.split_once(":\n").unwrap_or((report.trim_end(), ""));
+    let mut message = Vec::new();
+    let mut end = stderr.len();
+    let mut offset = stderr.len() - rest.len();
+    for line in rest.split_inclusive('\n') {
+        if line.starts_with("note: run with `RUST_BACKTRACE") {
+            offset += line.len();
+            end = offset;
+            break;
+        }
+        message.push(line.trim_end());
+        offset += line.len();
+        end = offset;
+    }
+    let message = message.join(" ");
+    let one_line = if message.is_empty() {
+        format!("panicked at {location}")
+    } else {
+        format!("panicked at {location}: {message}")
+    };
+    let remaining = format!("{}{}", &stderr[..start], &stderr[end..]);
+    Some((one_line, remaining))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_is_read_into_one_line() {
+        let printed = "before\nthread '<unnamed>' panicked at src/lib.rs:12:5:\nunknown key `limt`\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        let (line, rest) = panic_in(printed).expect("a panic");
+        assert_eq!(line, "panicked at src/lib.rs:12:5: unknown key `limt`");
+        assert_eq!(rest, "before\n");
+        assert_eq!(panic_in("just a log line\n"), None);
     }
 }

@@ -234,11 +234,11 @@ pub fn kept_facts(config: &Config, cache_dir: Option<&Path>) -> BTreeSet<Costly>
     if declared.len() == STATE_COSTING.len() {
         return declared;
     }
-    // Only builtins known to export `configure` and files can answer anything.
+    // Only builtins whose check answers needs, and files, can answer anything.
     let askable: Vec<&&Guardrail> = enabled
         .iter()
         .filter(|g| match &g.source {
-            Source::Builtin(name) => crate::builtins::CONFIGURABLE.contains(&name.as_str()),
+            Source::Builtin(name) => crate::builtins::ANSWERS_NEEDS.contains(&name.as_str()),
             Source::File(_) => true,
         })
         .collect();

@@ -401,13 +401,29 @@ fn awk_program(args: &[String]) -> Option<String> {
 
 /// Commands an awk program runs: `system("…")`, `"cmd" | getline`, `print | "cmd"`.
 fn from_awk(program: &str) -> Vec<Script> {
-    if !program.contains("system") && !program.contains('|') {
-        return Vec::new();
+    // `print … > "FILE"` and `>> "FILE"` write FILE.
+    let mut scripts = Vec::new();
+    let mut from = 0;
+    while let Some(at) = program[from..].find('>') {
+        let rest = program[from + at..].trim_start_matches('>');
+        let after = program.len() - rest.len();
+        if let Some(literal) = string_literals(rest)
+            .into_iter()
+            .next()
+            .filter(|_| rest.trim_start().starts_with(['"', '\'']))
+        {
+            scripts.push(Script::Command(vec!["tee".to_owned(), literal.text]));
+        }
+        from = after;
     }
-    string_literals(program)
-        .into_iter()
-        .map(|literal| Script::Shell(literal.text))
-        .collect()
+    if program.contains("system") || program.contains('|') {
+        scripts.extend(
+            string_literals(program)
+                .into_iter()
+                .map(|literal| Script::Shell(literal.text)),
+        );
+    }
+    scripts
 }
 
 /// sed's `e` command runs its argument (or, bare, the pattern space); the `e`

@@ -21,6 +21,25 @@ pub fn text(argv: &[String]) -> Option<String> {
                 .unwrap_or(args.len());
             Some(unescape(&args[start..].join(" ")))
         }
+        // Path names computed from a literal (`dirname "$0"` in a script whose
+        // `$0` is known).
+        "dirname" | "basename"
+            if !args.is_empty() && !args.iter().any(|a| a.contains('$') || a.is_empty()) =>
+        {
+            let path = args.iter().find(|a| !a.starts_with('-'))?;
+            let path = std::path::Path::new(path);
+            let name = if program(first) == "dirname" {
+                match path.parent().map(|p| p.to_string_lossy().into_owned()) {
+                    Some(parent) if parent.is_empty() => ".".to_owned(),
+                    Some(parent) => parent,
+                    None => "/".to_owned(),
+                }
+            } else {
+                path.file_name()
+                    .map_or("/".to_owned(), |n| n.to_string_lossy().into_owned())
+            };
+            Some(name)
+        }
         "printf" => {
             let args = match args.first().map(String::as_str) {
                 Some("--") => &args[1..],
@@ -61,6 +80,21 @@ pub fn substituted_words(command: &Command) -> Option<Vec<String>> {
     if !command.argv.iter().skip(1).any(String::is_empty) {
         return None;
     }
+    with_printed(command)
+}
+
+/// The argv `xargs` runs, with what printers feed it appended
+/// (`echo sandrail.toml | xargs cp evil`).
+pub fn xargs_words(command: &Command) -> Option<Vec<String>> {
+    if !command.args_from_stdin {
+        return None;
+    }
+    with_printed(command)
+}
+
+/// The command's argv with the words the printers feeding it print appended,
+/// when any does.
+fn with_printed(command: &Command) -> Option<Vec<String>> {
     let printed: Vec<String> = command
         .fed_by
         .iter()

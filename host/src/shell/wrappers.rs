@@ -486,7 +486,14 @@ pub fn scripts(argv: &[String]) -> Vec<Script> {
         } => {
             let mut words = rest.iter();
             while let Some(word) = words.next() {
-                if script_options.contains(&word.as_str()) {
+                // `script -qc CMD`: a cluster of short options ending in one.
+                let clustered = !word.starts_with("--")
+                    && word.len() > 2
+                    && word[1..].chars().all(|c| c.is_ascii_alphabetic())
+                    && script_options
+                        .iter()
+                        .any(|o| o.len() == 2 && word.starts_with('-') && word.ends_with(&o[1..]));
+                if script_options.contains(&word.as_str()) || clustered {
                     return words
                         .next()
                         .cloned()

@@ -55,6 +55,18 @@ pub struct ContextRecord {
     pub entered_turn: Option<String>,
     /// The sequence number of its last enter: after the mark, it entered this cycle.
     pub entered_seq: u64,
+    /// Its last failure (trap, fuel, timeout) on an event: what it should have
+    /// recorded then is lost, so after the mark the gates requiring it refuse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<ContextFailure>,
+}
+
+/// A context's failure on an event.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextFailure {
+    /// Where in the span it failed: after the mark, during this cycle.
+    pub seq: u64,
+    pub why: String,
 }
 
 /// One recorded event of the span.
@@ -365,6 +377,7 @@ mod tests {
                 payload: Some("{}".into()),
                 entered_turn: Some("2:v".into()),
                 entered_seq: entered,
+                failed: None,
             },
         )
         .expect("set");

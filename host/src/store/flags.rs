@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use redb::{ReadableTable, TableDefinition};
 
-use super::{StateTxn, StoreError};
+use super::{StateReader, StateTxn, StoreError};
 
 /// flag name → when it was last set, in seconds since the epoch.
 const FLAGS: TableDefinition<&str, u64> = TableDefinition::new("flags");
@@ -118,12 +118,29 @@ impl StateTxn {
 
     /// Every flag set in this session, with when.
     pub fn flags(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        let table = self.txn.open_table(FLAGS)?;
-        let mut out = Vec::new();
-        for item in table.iter()? {
-            let (k, v) = item?;
-            out.push((k.value().to_owned(), v.value()));
-        }
-        Ok(out)
+        flags_in(&self.txn.open_table(FLAGS)?)
     }
+}
+
+impl StateReader {
+    /// Every flag set in this session, with when, in name order: for `sandrail
+    /// status`.
+    pub fn flags(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        match self.txn.open_table(FLAGS) {
+            Ok(table) => flags_in(&table),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn flags_in(
+    table: &impl ReadableTable<&'static str, u64>,
+) -> Result<Vec<(String, u64)>, StoreError> {
+    let mut out = Vec::new();
+    for item in table.iter()? {
+        let (k, v) = item?;
+        out.push((k.value().to_owned(), v.value()));
+    }
+    Ok(out)
 }

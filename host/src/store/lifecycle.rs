@@ -44,6 +44,17 @@ pub fn last_access(state_dir: &Path, session: &str) -> Option<u64> {
     Some(seconds_of(modified))
 }
 
+/// Forgets `session` itself when it was last used more than `ttl` seconds before
+/// `now`, so a session resumed after its TTL starts clean (dotforge purges on
+/// every state access, before judging). Returns how long it had been idle when it
+/// was forgotten; None when it is new, recent, or in use.
+pub fn expire_if_idle(state_dir: &Path, session: &str, ttl: u64, now: u64) -> Option<u64> {
+    let last = last_access(state_dir, session)?;
+    let idle = now.checked_sub(last)?;
+    let cutoff = now.saturating_sub(ttl);
+    (idle > ttl && forget(&SessionFiles::new(state_dir, session).lock, cutoff)).then_some(idle)
+}
+
 /// What a purge did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Purged {

@@ -12,7 +12,7 @@
 
 mod behavior;
 
-use sandrail_guest::{Event, Guardrail, Result, Verdict, data, flags};
+use sandrail_guest::{Configure, Event, Guardrail, Needs, Problem, Result, Verdict, data, flags};
 use serde::Deserialize;
 
 pub use behavior::{Action, Behavior, Condition, Trigger};
@@ -107,4 +107,14 @@ impl Guardrail for Dotforge {
     }
 }
 
-sandrail_guest::export!(Dotforge);
+/// `check-config` reads the entry's config as `evaluate` would: a missing
+/// `behavior` or a misspelt key is reported there, not on every event.
+impl Configure for Dotforge {
+    fn check(config: &serde_json::Value) -> std::result::Result<Needs, Vec<Problem>> {
+        serde_json::from_value::<Config>(config.clone())
+            .map(|_| Needs::none())
+            .map_err(|e| vec![Problem::new(None, e.to_string())])
+    }
+}
+
+sandrail_guest::export_configurable!(Dotforge);

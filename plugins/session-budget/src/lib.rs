@@ -6,7 +6,7 @@
 //! more than `limit` are let through. (An edit a later guardrail refuses has still
 //! used its place; when the state cannot be had the guardrail is skipped.)
 
-use sandrail_guest::{Event, Guardrail, Result, Verdict, state};
+use sandrail_guest::{Configure, Event, Guardrail, Needs, Problem, Result, Verdict, state};
 use serde::Deserialize;
 
 #[derive(Deserialize, Default)]
@@ -50,4 +50,25 @@ impl Guardrail for SessionBudget {
     }
 }
 
-sandrail_guest::export!(SessionBudget);
+/// `check-config` reads the config as `evaluate` would, so a misspelt key
+/// (`limt = 5`) is reported there, not as a failure on every event.
+impl Configure for SessionBudget {
+    fn check(config: &serde_json::Value) -> std::result::Result<Needs, Vec<Problem>> {
+        let config: Config = match config {
+            serde_json::Value::Null => Config::default(),
+            value => serde_json::from_value(value.clone())
+                .map_err(|e| vec![Problem::new(None, e.to_string())])?,
+        };
+        match (config.limit, config.warn_at) {
+            (Some(limit), Some(warn_at)) if warn_at > limit => Err(vec![Problem::new(
+                Some("warn_at"),
+                format!(
+                    "warn_at ({warn_at}) is past limit ({limit}): the reminder would never come"
+                ),
+            )]),
+            _ => Ok(Needs::none()),
+        }
+    }
+}
+
+sandrail_guest::export_configurable!(SessionBudget);

@@ -1,5 +1,6 @@
 //! verify-artifact-produced: a Stop gate that holds the agent to a declared claim.
-//! When the context it requires (tag-declared, by default) entered during this
+//! When the context it requires (the one in its `requires`, or the one its
+//! `context` names) entered during this
 //! cycle, some file matching `artifact_glob` (relative to the project) must have
 //! been created or changed — by content — in the claim's turn or after it.
 //!
@@ -20,13 +21,10 @@ use serde::Deserialize;
 struct Config {
     /// Where the artifact must appear, relative to the project (`reports/*.md`).
     artifact_glob: String,
-    /// The context whose entering is the claim; it must be in `requires`.
-    #[serde(default = "default_context")]
-    context: String,
-}
-
-fn default_context() -> String {
-    "tag-declared".to_owned()
+    /// The context whose entering is the claim; it must be in `requires`. Left
+    /// out, it is the one context `requires` names, whatever that entry is called.
+    #[serde(default)]
+    context: Option<String>,
 }
 
 fn config_of(value: &serde_json::Value) -> std::result::Result<(Config, GlobMatcher), String> {
@@ -46,12 +44,26 @@ impl Guardrail for VerifyArtifactProduced {
             return Ok(Verdict::pass());
         }
         let (config, glob) = config_of(event.config()).map_err(sandrail_guest::Error::msg)?;
-        let Some(claim) = cycle::context(&config.context)? else {
-            return Err(sandrail_guest::Error::msg(format!(
-                "'{}' is not in this guardrail's `requires`; add it there",
-                config.context
-            )));
+        let contexts = cycle::contexts()?;
+        let claim = match (&config.context, contexts.as_slice()) {
+            (Some(name), _) => contexts.iter().find(|c| &c.name == name).ok_or_else(|| {
+                sandrail_guest::Error::msg(format!(
+                    "'{name}' is not in this guardrail's `requires`; add it there"
+                ))
+            })?,
+            (None, [only]) => only,
+            (None, []) => {
+                return Err(sandrail_guest::Error::msg(
+                    "`requires` names no context: add the context whose entering is the claim (tag-declared, say)",
+                ));
+            }
+            (None, _) => {
+                return Err(sandrail_guest::Error::msg(
+                    "`requires` names several contexts: say which one is the claim with `context = \"NAME\"` in [guardrail.config]",
+                ));
+            }
         };
+        let context_name = claim.name.clone();
         if !claim.active || !claim.entered_this_cycle {
             return Ok(Verdict::pass());
         }
@@ -78,7 +90,7 @@ impl Guardrail for VerifyArtifactProduced {
                     None => format!("'{tag}'"),
                 })
             })
-            .unwrap_or_else(|| format!("by '{}'", config.context));
+            .unwrap_or_else(|| format!("by '{context_name}'"));
         Ok(Verdict::violation(
             "artifact-missing",
             format!(
