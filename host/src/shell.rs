@@ -1372,16 +1372,47 @@ fn find_exec_commands(argv: &[String]) -> Vec<Vec<String>> {
         .filter(|w| argv[1..].iter().position(|x| x == *w) == Some(0))
         .cloned()
         .unwrap_or_else(|| ".".to_owned());
+    // With name tests (and no negation), `{}` is what they match, as a glob
+    // (`find . -name __pycache__ -exec rm -rf {} +` removes `./**/__pycache__`,
+    // not `.`); otherwise anything under the start.
+    let negated = argv[1..].iter().any(|w| matches!(w.as_str(), "!" | "-not"));
+    let mut matched: Vec<String> = Vec::new();
+    if !negated {
+        for pair in argv[1..].windows(2) {
+            match pair[0].as_str() {
+                "-name" | "-iname" => {
+                    matched.push(format!("{}/**/{}", start.trim_end_matches('/'), pair[1]))
+                }
+                "-path" | "-ipath" | "-wholename" => matched.push(pair[1].clone()),
+                _ => {}
+            }
+        }
+    }
+    if matched.is_empty() {
+        matched.push(start);
+    }
     let mut commands = Vec::new();
     let mut words = argv[1..].iter();
     while let Some(word) = words.next() {
         if matches!(word.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
-            let command: Vec<String> = words
+            let template: Vec<&String> = words
                 .by_ref()
                 .take_while(|w| *w != ";" && *w != "+")
-                .map(|w| if w == "{}" { start.clone() } else { w.clone() })
                 .collect();
-            commands.push(command);
+            for found in matched.iter().take(MAX_FEEDERS) {
+                commands.push(
+                    template
+                        .iter()
+                        .map(|w| {
+                            if *w == "{}" {
+                                found.clone()
+                            } else {
+                                (*w).clone()
+                            }
+                        })
+                        .collect(),
+                );
+            }
         }
     }
     commands

@@ -530,6 +530,7 @@ fn every_writer_reaches_self_protection() {
         "ln -s .claude/settings.json view.json",
         "find . -name '*.pyc' -delete",
         "find . -name __pycache__ | xargs rm -rf",
+        "find . -name __pycache__ -exec rm -rf {} +",
         "tar tzf update.tgz",
         "awk '$1 > 5 { print }' sandrail.toml",
         "echo notes.md | xargs cp incoming/settings.json",
