@@ -440,7 +440,22 @@ fn a_held_lock_judges_an_imported_behavior_at_its_default_level() {
             ))
             .expect("payload");
     }
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Wait until it holds the session (however long its first compile takes).
+    let lock = project.session_db("sess-held").with_extension("lock");
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(20) {
+        // Read from the kernel's record, without taking the lock ourselves.
+        let held = std::fs::metadata(&lock).is_ok_and(|meta| {
+            use std::os::unix::fs::MetadataExt;
+            let inode = format!(":{} ", meta.ino());
+            std::fs::read_to_string("/proc/locks")
+                .is_ok_and(|locks| locks.lines().any(|l| l.contains(&inode)))
+        });
+        if held {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let run = project.hook(&bash("sess-held", "git push origin main --force"));
     let (decision, said) = told(&run);
     assert_eq!(decision, "deny", "{}", run.stderr());
