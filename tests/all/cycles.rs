@@ -779,3 +779,54 @@ fn the_bundled_gate_pairs_with_the_context_it_requires_by_any_name() {
     agent.wrote("reports/r.md", "# R\n").assert_silent();
     assert_eq!(refused(&agent.stop(true)), None);
 }
+
+/// `check-config` checks the bundled gate's pairing, which its own check cannot
+/// see: no context in `requires`, several without `context`, or a `context` that
+/// is not among them is an error before any Stop.
+#[test]
+fn check_config_reports_a_bundled_gate_that_pairs_with_no_context() {
+    let project = Project::new();
+    let context = |name: &str| {
+        format!(
+            "[[guardrail]]\nname = \"{name}\"\nsource = \"builtin:tag-declared\"\nkind = \"context\"\nevents = [\"PostToolUse\"]\n[guardrail.config]\ntag = \"{name}\"\n\n"
+        )
+    };
+    let gate = |requires: &str, extra: &str| {
+        format!(
+            "[[guardrail]]\nname = \"gate\"\nsource = \"builtin:verify-artifact-produced\"\nevents = [\"Stop\"]\nrequires = [{requires}]\n[guardrail.config]\nartifact_glob = \"reports/*.md\"\n{extra}"
+        )
+    };
+    for (config, said) in [
+        (gate("", ""), "names no context"),
+        (
+            format!(
+                "{}{}{}",
+                context("a"),
+                context("b"),
+                gate("\"a\", \"b\"", "")
+            ),
+            "names several contexts (a, b)",
+        ),
+        (
+            format!("{}{}", context("a"), gate("\"a\"", "context = \"b\"\n")),
+            "its context 'b' is not a context in its requires (a)",
+        ),
+    ] {
+        project.config(&config);
+        let run = project.run(&["check-config"]);
+        assert_eq!(run.code(), Some(1), "{}", run.stdout());
+        assert!(
+            run.stdout().contains("error  gate:") && run.stdout().contains(said),
+            "{}",
+            run.stdout()
+        );
+    }
+    project.config(&format!(
+        "{}{}{}",
+        context("a"),
+        context("b"),
+        gate("\"a\", \"b\"", "context = \"b\"\n")
+    ));
+    let run = project.run(&["check-config"]);
+    assert!(run.ok(), "{}", run.stdout());
+}

@@ -33,6 +33,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
+        if let Some(problem) = unpaired_gate(&config, g) {
+            failed += 1;
+            println!("error  {}: {problem}", g.name);
+            continue;
+        }
         let config_json = g.config.to_string();
         match runtime.configure(&loaded, &g.name, &config_json, &g.data, g.limits) {
             Ok(needs) => {
@@ -89,4 +94,36 @@ pub fn run() -> anyhow::Result<ExitCode> {
     let noun = if n == 1 { "guardrail" } else { "guardrails" };
     println!("{}: {n} {noun}, all valid", config.origin);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bundled Stop gate judges the claim of one context it requires: the one its
+/// `context` names, or the only context in its `requires`. Its own check cannot
+/// see `requires`, so the pairing is checked here rather than failing at a Stop.
+fn unpaired_gate(
+    config: &sandrail::config::Config,
+    g: &sandrail::config::Guardrail,
+) -> Option<String> {
+    if g.source_text != "builtin:verify-artifact-produced" {
+        return None;
+    }
+    let contexts = config.required_contexts(g);
+    match g.config.get("context").and_then(|c| c.as_str()) {
+        Some(named) if !contexts.iter().any(|c| c == named) => Some(format!(
+            "its context '{named}' is not a context in its requires ({}); add it there",
+            if contexts.is_empty() {
+                "none".to_owned()
+            } else {
+                contexts.join(", ")
+            }
+        )),
+        Some(_) => None,
+        None if contexts.len() == 1 => None,
+        None if contexts.is_empty() => Some(
+            "its requires names no context: add the context whose entering is the claim (a tag-declared entry)".to_owned(),
+        ),
+        None => Some(format!(
+            "its requires names several contexts ({}): say which one is the claim with `context = \"NAME\"` in [guardrail.config]",
+            contexts.join(", ")
+        )),
+    }
 }
