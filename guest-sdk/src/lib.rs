@@ -198,7 +198,10 @@ impl Needs {
         Needs { facts: Vec::new() }
     }
 
-    /// Reads these state-costing fact namespaces (`"session"`, `"case"`).
+    /// Reads these facts: state-costing namespaces (`"session"`, `"case"`), which
+    /// the host then keeps, and dotted paths (`"tool.command"`), which
+    /// `sandrail check-config` checks against the facts the host derives (a path
+    /// under `session` or `case` also keeps its namespace).
     pub fn facts<I, S>(namespaces: I) -> Self
     where
         I: IntoIterator<Item = S>,

@@ -22,6 +22,7 @@ pub mod case;
 mod contents;
 mod destructive;
 pub mod patterns;
+pub mod schema;
 mod tool;
 
 use std::collections::BTreeMap;

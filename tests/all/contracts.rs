@@ -193,7 +193,7 @@ fn check_config_says_which_state_costing_facts_the_rules_read() {
     project.config(&contracts(&[
         NO_DESTRUCTIVE,
         r#"name = "few-writes"
-when = "case.open == true"
+when = "case.present"
 require = "session.files_written < 10""#,
     ]));
     let check = project.run(&["check-config"]);
@@ -203,6 +203,79 @@ require = "session.files_written < 10""#,
         "{}",
         check.stdout()
     );
+}
+
+/// A rule reading a field the facts never have finds it absent at every event,
+/// and absent never passes: every Bash call would be refused. `check-config`
+/// names each such path, with the field meant, before the first event; and the
+/// mandate's own limits and markers are fields too.
+#[test]
+fn check_config_reports_fields_the_facts_do_not_have() {
+    let project = Project::new();
+    std::fs::write(
+        project.dir().join("mandate.yaml"),
+        "case_root: cases\nmarkers:\n  evidence: \"evidence/*.pdf\"\nlimits:\n  max_files_written: 3\n",
+    )
+    .expect("write the mandate");
+    let rules = contracts(&[
+        r#"name = "no-force"
+when = "tool.name == 'Bash'"
+require = "!tool.comand.contains('--force')""#,
+        r#"name = "few-writes"
+when = "tool.is_write && case.evidence_count > 0"
+require = "session.file_written < mandate.max_file_written"
+message = "{rule}: at most {mandate.max_files_written}, approved: {platform.approved}""#,
+    ]);
+    project.config(&format!(
+        "[settings]\nmandate = \"mandate.yaml\"\n\n{rules}"
+    ));
+    let check = failed_check(&project);
+    let out = check.stdout();
+    for line in [
+        "error  contracts: `tool.comand` is no fact: `tool` has no field `comand` (did you mean `command`?); a rule reading it can never hold",
+        "error  contracts: `session.file_written` is no fact: `session` has no field `file_written` (did you mean `files_written`?); a rule reading it can never hold",
+        "error  contracts: `mandate.max_file_written` is no fact: `mandate` has no field `max_file_written` (did you mean `max_files_written`?); a rule reading it can never hold",
+    ] {
+        assert!(
+            out.lines().any(|l| l == line),
+            "missing {line:?} in:\n{out}"
+        );
+    }
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("error")).count(),
+        3,
+        "{out}"
+    );
+    // What the check said, the hook would have done to every Bash call.
+    let run = project.hook(&bash("s1", "ls"));
+    assert!(
+        run.deny_reason()
+            .is_some_and(|r| r.contains("tool.comand is absent")),
+        "{}",
+        run.stdout()
+    );
+    // Spelt right, the config is valid and the call passes.
+    project.reconfigure(&format!(
+        "[settings]\nmandate = \"mandate.yaml\"\n\n{}",
+        rules
+            .replace("tool.comand", "tool.command")
+            .replace("file_written", "files_written")
+    ));
+    let check = project.run(&["check-config"]);
+    assert!(check.ok(), "{}{}", check.stdout(), check.stderr());
+    project.hook(&bash("s2", "ls")).assert_silent();
+    // Without a mandate, `mandate` is empty: the check says to name one.
+    project.reconfigure(
+        &rules
+            .replace("tool.comand", "tool.command")
+            .replace("file_written", "files_written"),
+    );
+    let out = failed_check(&project).stdout();
+    assert!(
+        out.contains("`mandate.max_files_written` is no fact: no mandate is configured"),
+        "{out}"
+    );
+    assert!(out.contains("`case.evidence_count` is no fact"), "{out}");
 }
 
 /// The seed's contract: `session.files_written < mandate.max_files_written` with

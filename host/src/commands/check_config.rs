@@ -41,6 +41,17 @@ pub fn run() -> anyhow::Result<ExitCode> {
         let config_json = g.config.to_string();
         match runtime.configure(&loaded, &g.name, &config_json, &g.data, g.limits) {
             Ok(needs) => {
+                let unknown = unknown_facts(needs.as_ref(), config.mandate.as_ref());
+                if !unknown.is_empty() {
+                    failed += unknown.len();
+                    for problem in unknown {
+                        println!(
+                            "error  {}: {problem}; a rule reading it can never hold",
+                            g.name
+                        );
+                    }
+                    continue;
+                }
                 // What a configured guardrail reads that costs state to keep.
                 let reads = needs
                     .filter(|n| !n.facts.is_empty())
@@ -94,6 +105,19 @@ pub fn run() -> anyhow::Result<ExitCode> {
     let noun = if n == 1 { "guardrail" } else { "guardrails" };
     println!("{}: {n} {noun}, all valid", config.origin);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fact paths a guardrail declared it reads that the host never derives: at
+/// run time each is absent at every event, and absent never passes.
+fn unknown_facts(
+    needs: Option<&sandrail::runtime::Needs>,
+    mandate: Option<&sandrail::mandate::Mandate>,
+) -> Vec<sandrail::facts::schema::UnknownFact> {
+    needs
+        .iter()
+        .flat_map(|n| &n.paths)
+        .filter_map(|path| sandrail::facts::schema::check(path, mandate).err())
+        .collect()
 }
 
 /// The bundled Stop gate judges the claim of one context it requires: the one its

@@ -49,11 +49,18 @@ const MAX_PROBLEMS: usize = 100;
 const MAX_PROBLEM_CHARS: usize = 2_000;
 const MAX_ITEM_CHARS: usize = 128;
 
-/// Which state-costing fact namespaces a configured guardrail reads.
+/// The most fact paths kept from one check, and the longest of each, in characters.
+const MAX_PATHS: usize = 1_000;
+const MAX_PATH_CHARS: usize = 256;
+
+/// What a configured guardrail reads: which state-costing fact namespaces (so the
+/// host keeps them), and which fact paths (so `check-config` can check each).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Needs {
     /// Names from [`STATE_COSTING`]: `"session"`, `"case"`.
     pub facts: BTreeSet<&'static str>,
+    /// Dotted paths it declared (`tool.command`), in the order it gave them.
+    pub paths: Vec<String>,
 }
 
 impl Needs {
@@ -67,6 +74,7 @@ impl Needs {
     pub fn all() -> Needs {
         Needs {
             facts: STATE_COSTING.into_iter().collect(),
+            paths: Vec::new(),
         }
     }
 
@@ -75,13 +83,26 @@ impl Needs {
         self.facts.contains(namespace)
     }
 
+    /// Each entry is a namespace (`"session"`) or a dotted path in one
+    /// (`"session.files_written"`); a path reads its namespace.
     fn from_wit(needs: wit::Needs) -> Needs {
+        let namespace = |entry: &str| {
+            let name = entry.split('.').next().unwrap_or_default();
+            STATE_COSTING.into_iter().find(|known| *known == name)
+        };
+        let mut paths: Vec<String> = Vec::new();
+        for entry in needs.facts.iter().filter(|e| e.contains('.')) {
+            if paths.len() == MAX_PATHS {
+                break;
+            }
+            let path = one_line(entry, MAX_PATH_CHARS);
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
         Needs {
-            facts: needs
-                .facts
-                .iter()
-                .filter_map(|name| STATE_COSTING.into_iter().find(|known| known == name))
-                .collect(),
+            facts: needs.facts.iter().filter_map(|e| namespace(e)).collect(),
+            paths,
         }
     }
 
@@ -96,6 +117,7 @@ impl Needs {
                 .split(',')
                 .filter_map(|name| STATE_COSTING.into_iter().find(|known| *known == name))
                 .collect(),
+            paths: Vec::new(),
         }
     }
 }
@@ -369,9 +391,13 @@ mod tests {
         assert_eq!(
             needs,
             Some(Needs {
-                facts: ["session"].into()
+                facts: ["session"].into(),
+                paths: vec!["session.files_written".into()],
             })
         );
+        // The evaluation keeps only the namespaces; the paths are check-config's.
+        let kept = |needs: Option<Needs>| needs.map(|n| n.facts);
+        let facts = kept(needs.clone());
 
         // Not known without the engine until an event asked; remembered after.
         assert_eq!(
@@ -379,12 +405,16 @@ mod tests {
             None
         );
         assert_eq!(
-            runtime.needs(&contracts, "contracts", config, &[], limits()),
-            needs
+            kept(runtime.needs(&contracts, "contracts", config, &[], limits())),
+            facts
         );
         assert_eq!(
-            super::super::cached_needs(Some(cache.path()), &prepared, config),
-            needs
+            kept(super::super::cached_needs(
+                Some(cache.path()),
+                &prepared,
+                config
+            )),
+            facts
         );
 
         let broken = r#"{"rules":[{"name":"bad","require":"tool.name =="}]}"#;

@@ -18,8 +18,9 @@
 //!
 //! The guardrail exports `configure`: `sandrail check-config` reports every rule
 //! that does not parse, reads an unknown variable or calls an unknown function,
-//! with the rule's name and the line and column, and the host learns which
-//! state-costing namespaces (`session`, `case`) the rules read.
+//! with the rule's name and the line and column; and the host learns which
+//! state-costing namespaces (`session`, `case`) the rules read, and which fact
+//! paths, so it can report a field the facts never hold (`tool.comand`).
 
 mod judge;
 mod message;
@@ -132,7 +133,10 @@ mod tests {
         let problems = Contracts::check(&bad).unwrap_err();
         assert_eq!(problems[0].item.as_deref(), Some("r"));
         let good = json!({"rules": [{"name": "r", "require": "case.open == false"}]});
-        assert_eq!(Contracts::check(&good).unwrap().facts, vec!["case"]);
+        assert_eq!(
+            Contracts::check(&good).unwrap().facts,
+            vec!["case", "case.open"]
+        );
     }
 
     #[test]

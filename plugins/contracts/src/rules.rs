@@ -69,15 +69,22 @@ pub struct Rules {
 }
 
 impl Rules {
-    /// The state-costing namespaces (`session`, `case`) any rule reads.
+    /// What the rules read, for the host: the state-costing namespaces (`session`,
+    /// `case`), so it keeps them, then every fact path (`tool.command`) in rule
+    /// order, so `sandrail check-config` can check each against the facts it
+    /// derives. Paths tested by `has()` are left out: they never fail.
     pub fn needs(&self) -> Vec<String> {
-        let mut read = BTreeSet::new();
+        let mut namespaces = BTreeSet::new();
+        let mut paths: Vec<String> = Vec::new();
         for rule in &self.rules {
             for expression in rule.when.iter().chain([&rule.require]) {
                 for (name, _) in free_identifiers(&expression.program) {
                     if STATE_COSTING.contains(&name.as_str()) {
-                        read.insert(name);
+                        namespaces.insert(name);
                     }
+                }
+                for path in selected_paths(&expression.program) {
+                    paths.push(path.join("."));
                 }
             }
             if let Some(message) = &rule.message {
@@ -86,12 +93,17 @@ impl Rules {
                         .iter()
                         .find(|ns| placeholder.split('.').next() == Some(**ns))
                     {
-                        read.insert((*ns).to_owned());
+                        namespaces.insert((*ns).to_owned());
+                    }
+                    if placeholder.contains('.') {
+                        paths.push(placeholder.to_owned());
                     }
                 }
             }
         }
-        read.into_iter().collect()
+        let mut seen = BTreeSet::new();
+        paths.retain(|path| seen.insert(path.clone()));
+        namespaces.into_iter().chain(paths).collect()
     }
 }
 
@@ -625,7 +637,15 @@ mod tests {
         }]}));
         assert!(rules.problems.is_empty(), "{:?}", rules.problems);
         assert_eq!(rules.rules.len(), 1);
-        assert_eq!(rules.needs(), vec!["session".to_owned()]);
+        assert_eq!(
+            rules.needs(),
+            vec![
+                "session",
+                "tool.is_write",
+                "session.files_written",
+                "mandate.max_files_written"
+            ]
+        );
     }
 
     #[test]
@@ -778,14 +798,17 @@ mod tests {
     }
 
     #[test]
-    fn needs_are_the_state_costing_namespaces_read() {
+    fn needs_are_the_state_costing_namespaces_then_the_paths_read() {
         let rules = parse(&json!({"rules": [
             {"name": "a", "when": "case.open", "require": "tool.name != ''"},
             {"name": "b", "require": "true", "message": "{session.files}"},
             {"name": "c", "require": "[1].all(session, session > 0)"},
         ]}));
         assert!(rules.problems.is_empty(), "{:?}", rules.problems);
-        assert_eq!(rules.needs(), vec!["case".to_owned(), "session".to_owned()]);
+        assert_eq!(
+            rules.needs(),
+            vec!["case", "session", "case.open", "tool.name", "session.files"]
+        );
     }
 
     #[test]
