@@ -279,6 +279,45 @@ fn plan_before_code_keeps_its_flag_and_exempts_non_source_files() {
     assert_eq!(counter(&project, "sess-unplanned", "plan-before-code"), 6);
 }
 
+/// dotforge purges an expired session inline, on its next access and before the
+/// behavior judges: a plan approved over 24 hours ago lets no source write through, and
+/// the ladder starts again from its first rung. Within the 24 hours it holds.
+#[test]
+fn a_session_returning_after_its_ttl_has_lost_its_plan() {
+    let project = imported(&["plan-before-code"]);
+    let write = |n: u32| {
+        tool(
+            "sess-back",
+            "Write",
+            json!({"file_path": format!("src/a{n}.py"), "content": "x"}),
+        )
+    };
+    let plan = tool("sess-back", "ExitPlanMode", json!({"plan": "do X"}));
+    project.hook_at("2026-11-01T10:00:00Z", &plan);
+    let mut outcomes = vec![
+        told(&project.hook_at("2026-11-01T10:00:01Z", &write(1))).0,
+        // 23 hours later: still the same session, the plan holds.
+        told(&project.hook_at("2026-11-02T09:00:00Z", &write(2))).0,
+    ];
+    // Another session's hook runs the hourly purge while this one is 23.5 h idle,
+    // so only its own return can find it expired.
+    project.hook_at(
+        "2026-11-03T08:30:00Z",
+        &tool("sess-other", "Grep", json!({"pattern": "x"})),
+    );
+    // 24.5 hours after its last use: a session that starts clean.
+    for (now, n) in [("2026-11-03T09:30:01Z", 3), ("2026-11-03T09:30:02Z", 4)] {
+        outcomes.push(told(&project.hook_at(now, &write(n))).0);
+    }
+    assert_eq!(outcomes, ["silent", "silent", "context", "context"]);
+    // A plan approved again is kept again.
+    project.hook_at("2026-11-03T09:30:03Z", &plan);
+    assert_eq!(
+        told(&project.hook_at("2026-11-03T09:30:04Z", &write(5))).0,
+        "silent"
+    );
+}
+
 #[test]
 fn respect_todo_state_and_objection_format() {
     let project = imported(&["objection-format"]);

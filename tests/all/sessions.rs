@@ -12,9 +12,7 @@ fn counting(settings: &str) -> String {
 }
 
 fn at(project: &Project, now: &str, payload: &[u8]) -> Run {
-    let mut cmd = project.cmd();
-    cmd.env("SANDRAIL_NOW", now);
-    project.hook_with(cmd, payload)
+    project.hook_at(now, payload)
 }
 
 fn context(run: &Run) -> String {

@@ -184,6 +184,13 @@ impl Project {
         self.hook_limited(cmd, payload, None)
     }
 
+    /// Runs `sandrail hook` with the clock at `now` (RFC 3339).
+    pub fn hook_at(&self, now: &str, payload: &[u8]) -> Run {
+        let mut cmd = self.cmd();
+        cmd.env("SANDRAIL_NOW", now);
+        self.hook_with(cmd, payload)
+    }
+
     /// Runs `sandrail hook`, failing the test if it has not finished within `limit`
     /// (killing it first, so a hang cannot stall the suite).
     pub fn hook_within(&self, payload: &[u8], limit: std::time::Duration) -> Run {
