@@ -307,11 +307,18 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
             decision.trace.guardrails.push(run);
             continue;
         }
-        if stopping
-            && !cut
-            && let Some(t) = txn.as_mut()
-            && let Ok(Some(why)) = crate::cycle::failed_requirement(t, config, guardrail)
-        {
+        let failed_context = match txn.as_mut() {
+            Some(t) if stopping && !cut => crate::cycle::failed_requirement(t, config, guardrail)
+                .unwrap_or_else(|e| {
+                    eprintln!(
+                        "sandrail: the cycle cannot be read: {e}; '{}' runs as if its contexts had recorded",
+                        guardrail.name
+                    );
+                    None
+                }),
+            _ => None,
+        };
+        if let Some(why) = failed_context {
             run.verdict = "deny".to_owned();
             run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
                 record_verdict(d, &guardrail.name, Judged::from(wit::Verdict::Deny(why)))

@@ -171,8 +171,9 @@ struct Variables {
     followed_bytes: u64,
 }
 
-/// The shells whose scripts are followed.
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ksh93", "mksh", "ash"];
+/// The POSIX-family shells: their scripts are read with this grammar and
+/// followed, and what they are fed on their input is their script.
+pub const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ksh93", "mksh", "ash"];
 
 /// At most this many scripts written on a line are remembered, each this long.
 const MAX_SCRIPTS: usize = 8;
@@ -187,7 +188,7 @@ pub const MAX_FOLLOWED_BYTES: u64 = 8 << 20;
 fn script_run(argv: &[String]) -> Option<(&str, bool)> {
     let (first, args) = argv.split_first()?;
     match program(first) {
-        "sh" | "bash" | "zsh" | "dash" | "ksh" | "ksh93" | "mksh" | "ash" | "source" | "." => {
+        shell if SHELLS.contains(&shell) || shell == "source" || shell == "." => {
             let mut words = args.iter();
             while let Some(word) = words.next() {
                 match word.as_str() {
@@ -940,7 +941,7 @@ impl<'a, 's> Lexer<'a, 's> {
         let at = self.argv.iter().position(|w| w == first).unwrap_or(0);
         let argv = &self.argv[at..];
         match program(first) {
-            "sh" | "bash" | "zsh" | "dash" | "ksh" => !argv.iter().any(|w| w == "-c" || w == "-n"),
+            shell if SHELLS.contains(&shell) => !argv.iter().any(|w| w == "-c" || w == "-n"),
             // `source <<< '…'`, `. /dev/stdin <<EOF`.
             "source" | "." => argv
                 .get(1)

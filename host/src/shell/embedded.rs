@@ -49,7 +49,7 @@ pub fn scripts(argv: &[String]) -> Vec<Script> {
         "eval" => vec![Script::Shell(args.join(" "))],
         "env" if splits_string(args) => env_split_string(args).into_iter().collect(),
         "invoke-expression" => vec![Script::PowerShell(args.join(" "))],
-        "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish" => {
+        shell if super::SHELLS.contains(&shell) || shell == "fish" => {
             shell_script(args).map(Script::Shell).into_iter().collect()
         }
         "ssh" => remote_command(args)

@@ -117,7 +117,7 @@ fn runs_what_it_is_fed(argv: &[String]) -> bool {
         return false;
     };
     match program(first) {
-        "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "busybox" => {
+        shell if super::SHELLS.contains(&shell) || shell == "busybox" => {
             let mut words = args.iter();
             while let Some(word) = words.next() {
                 match word.as_str() {
