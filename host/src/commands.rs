@@ -13,6 +13,7 @@ pub mod person;
 pub mod pin;
 pub mod protect;
 pub mod receipts;
+pub mod serve;
 pub mod state;
 pub mod status;
 pub mod trust;

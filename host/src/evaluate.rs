@@ -27,7 +27,8 @@ use crate::facts::{Costly, SessionFacts};
 use crate::guest_text;
 use crate::protocol::{self, Decision, HookInput};
 use crate::receipts::{Gate, GuardrailRun};
-use crate::runtime::{self, Loaded, Prepared, RunError, Runtime, wit};
+use crate::engine::Engine;
+use crate::runtime::{self, Loaded, Prepared, RunError, wit};
 use crate::store::{Escalation, Keyspace, Occurrence, SessionStore, StateTxn, StoreError};
 use crate::transcript;
 
@@ -55,7 +56,7 @@ pub struct Dirs {
 /// Nothing costly starts before this process holds the session's state: while
 /// many hooks of one session wait their turn, each has only read its components
 /// and derived the event's facts; the holder then runs the guardrails and commits.
-pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
+pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine) -> Decision {
     let mut decision = Decision::default();
     confirm_asked(input, config, dirs);
     let mut matching = config.matching(input.kind, input.tool_name.as_deref());
@@ -241,7 +242,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
         .iter()
         .map(|(_, p)| p)
         .chain(leaving.iter().filter_map(|(_, p)| p.as_ref().ok()));
-    let runtime = match Runtime::for_components(dirs.cache.clone(), components) {
+    let runtime = match engine.runtime_for(dirs.cache.clone(), components) {
         Ok(runtime) => runtime,
         Err(e) => {
             let why = format!("cannot start the WebAssembly runtime: {e:#}");
@@ -533,7 +534,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs) -> Decision {
     if committed {
         write_trail(input, dirs, now, overrides, audit::Detected::Reinvocation);
     }
-    if runtime::leaves_teardown_to_exit() {
+    if runtime::leaves_teardown_to_exit() && runtime.is_own() {
         std::mem::forget(loaded);
         std::mem::forget(runtime);
     }

@@ -9,9 +9,10 @@
 //! says so on every event.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::config::{Config, OnError};
+use crate::engine::Engine;
 use crate::evaluate::{self, Dirs};
 use crate::event::EventKind;
 use crate::locations;
@@ -26,12 +27,37 @@ use crate::store::{SessionStore, StoreError, lifecycle};
 pub struct Outcome {
     /// The answer to print on stdout, if there is anything to say.
     pub answer: Option<String>,
-    /// Block without an answer: exit 2 (the reason is already on stderr).
-    pub block: bool,
+    /// Block without an answer, for this reason (already on stderr): a command
+    /// hook exits 2, the way Claude Code takes a refusal it has no JSON for.
+    pub block: Option<String>,
+    /// The payload could not be read, and the config lets the event proceed:
+    /// why (already on stderr).
+    pub unreadable: Option<String>,
 }
 
-/// Reads one payload from `stdin` and judges it.
-pub fn run(stdin: impl Read) -> Outcome {
+/// Where an event comes from, beyond its payload.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// The project the harness names outside the payload: `CLAUDE_PROJECT_DIR`
+    /// for a command hook, a header for an http one. Without it, the payload's
+    /// `cwd`.
+    pub project: Option<PathBuf>,
+    /// Where to look for the config when the payload cannot be read at all.
+    pub cwd: Option<PathBuf>,
+}
+
+impl Origin {
+    /// A hook process's: its environment and working directory.
+    pub fn of_this_process() -> Origin {
+        Origin {
+            project: locations::project_dir(None),
+            cwd: std::env::current_dir().ok(),
+        }
+    }
+}
+
+/// Reads one payload from `stdin` and judges it on `engine`.
+pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
     let input = match HookInput::read(stdin) {
         Ok(input) => input,
         Err(e) if e.is_unjudged_event() => {
@@ -40,13 +66,16 @@ pub fn run(stdin: impl Read) -> Outcome {
             }
             return Outcome::default();
         }
-        Err(e) => return unreadable(&e.to_string()),
+        Err(e) => return unreadable(&e.to_string(), origin),
     };
     let mut input = input;
     for repair in &input.repairs {
         eprintln!("sandrail: {repair}; the event is judged");
     }
-    let project = locations::project_dir(input.cwd.as_ref().map(Into::into));
+    let project = origin
+        .project
+        .clone()
+        .or_else(|| input.cwd.as_ref().map(Into::into));
     let mut repairs = Vec::new();
     let state = locations::state_dir_repaired(&mut repairs);
     let cache = locations::cache_dir_repaired(&mut repairs);
@@ -100,7 +129,7 @@ pub fn run(stdin: impl Read) -> Outcome {
     {
         protect::remember_registrations(state, project.as_deref());
     }
-    let mut decision = evaluate::evaluate(&input, &config, &dirs);
+    let mut decision = evaluate::evaluate(&input, &config, &dirs, engine);
     decision.alerts.splice(0..0, trail.alerts);
     let judged = !decision.trace.guardrails.is_empty()
         || decision.trace.host_refused
@@ -116,7 +145,7 @@ pub fn run(stdin: impl Read) -> Outcome {
     }
     Outcome {
         answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
-        block: false,
+        ..Outcome::default()
     }
 }
 
@@ -131,7 +160,7 @@ fn config_change(input: &HookInput, config: &Config, dirs: &Dirs, trail: Trail) 
     if !config.protect.enabled {
         return Outcome {
             answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
-            block: false,
+            ..Outcome::default()
         };
     }
     if let Some(reason) = protect::config_change_refusal(input, state) {
@@ -144,7 +173,7 @@ fn config_change(input: &HookInput, config: &Config, dirs: &Dirs, trail: Trail) 
     write_receipt(input, config, dirs, trail.policy, &mut decision);
     Outcome {
         answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
-        block: false,
+        ..Outcome::default()
     }
 }
 
@@ -334,24 +363,28 @@ fn inherit(
 }
 
 /// A payload that cannot be read: the config's `on_error` decides.
-fn unreadable(why: &str) -> Outcome {
-    let cwd = std::env::current_dir().ok();
-    let project = locations::project_dir(cwd);
+fn unreadable(why: &str, origin: &Origin) -> Outcome {
+    let project = origin.project.clone().or_else(|| origin.cwd.clone());
     // No session to hold a policy for: the stricter of the files on disk and the
     // project's accepted policy decides.
     let on_error = unreadable_on_error(project.as_deref());
     match on_error {
         OnError::Allow => {
             eprintln!("sandrail: {why}; the event proceeds unjudged (on_error = \"allow\")");
-            Outcome::default()
+            Outcome {
+                unreadable: Some(why.to_owned()),
+                ..Outcome::default()
+            }
         }
         OnError::Deny => {
             eprintln!(
                 "sandrail: {why}; the event is refused (on_error = \"deny\"). Ask the user to look at sandrail's stderr."
             );
             Outcome {
-                answer: None,
-                block: true,
+                block: Some(format!(
+                    "sandrail: {why}; the event is refused (on_error = \"deny\")"
+                )),
+                ..Outcome::default()
             }
         }
     }

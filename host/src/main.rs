@@ -25,6 +25,16 @@ struct Cli {
 enum Command {
     /// Judge one hook event: reads the harness's JSON payload on stdin, prints the answer.
     Hook,
+    /// Answer hook payloads POSTed over HTTP (Claude Code's http hooks) until
+    /// SIGINT or SIGTERM, keeping the components compiled between events.
+    Serve {
+        /// A TCP address to listen on, such as 127.0.0.1:8787 (port 0: any free one).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<std::net::SocketAddr>,
+        /// A Unix socket to listen on, created readable by this user only.
+        #[arg(long, value_name = "PATH")]
+        socket: Option<std::path::PathBuf>,
+    },
     /// Show the guardrails in force: name, source, sha256, events, matcher.
     List {
         /// One JSON object per guardrail, one per line.
@@ -178,13 +188,17 @@ fn main() -> ExitCode {
 /// Judges the event on stdin and prints the answer, then exits.
 fn hook() -> ExitCode {
     sandrail::runtime::leave_teardown_to_exit();
-    let outcome = hook::run(std::io::stdin().lock());
+    let outcome = hook::run(
+        std::io::stdin().lock(),
+        &hook::Origin::of_this_process(),
+        &sandrail::engine::Engine::one_shot(),
+    );
     if let Some(answer) = outcome.answer {
         let mut stdout = std::io::stdout().lock();
         // One write of a complete answer; a closed pipe loses nothing we could save.
         let _ = writeln!(stdout, "{answer}").and_then(|()| stdout.flush());
     }
-    if outcome.block {
+    if outcome.block.is_some() {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
@@ -222,6 +236,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }),
         ),
         Command::Facts { session } => commands::facts::run(session),
+        Command::Serve { listen, socket } => commands::serve::run(listen, socket),
         Command::State(cmd) => commands::state::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),
         Command::Status { session, json } => commands::status::run(session, json),

@@ -179,7 +179,8 @@ impl Prepared {
     }
 }
 
-/// A component ready to instantiate.
+/// A component ready to instantiate. Cloning shares the compiled, linked component.
+#[derive(Clone)]
 pub struct Loaded {
     pub sha256: String,
     pub uses_state: bool,
@@ -191,6 +192,7 @@ pub struct Loaded {
 
 /// Where a component's entry point is: `evaluate` for a gate, the `context`
 /// interface for a context.
+#[derive(Clone)]
 enum Entry {
     Gate(wit::GuardrailIndices),
     Context(context::wit::ContextIndices),
@@ -226,6 +228,17 @@ pub struct Runtime {
     cache: cache::ComponentCache,
     needs_cache: configure::NeedsCache,
     executor: tokio::runtime::Runtime,
+    /// A resident runtime's loaded components, by content hash and entry kind:
+    /// each is compiled and linked once for the life of the process.
+    loaded: Option<std::sync::Mutex<std::collections::HashMap<(String, bool), Loaded>>>,
+}
+
+/// The executor of a runtime used by one thread (the one-shot hook, the commands).
+fn current_thread_executor() -> wasmtime::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| wasmtime::format_err!("cannot start the executor: {e}"))
 }
 
 static LEAVE_TEARDOWN_TO_EXIT: std::sync::atomic::AtomicBool =
@@ -255,7 +268,23 @@ impl Runtime {
     /// Sets up the runtime on the process's engine. `cache_dir` holds compiled
     /// components; `None` compiles every time.
     pub fn new(cache_dir: Option<PathBuf>) -> wasmtime::Result<Runtime> {
-        Runtime::linking(cache_dir, &|_| true)
+        Runtime::linking(cache_dir, &|_| true, current_thread_executor()?)
+    }
+
+    /// A runtime for a long-lived process serving events from several threads at
+    /// once: it links every WASI interface, keeps each component it loads, and
+    /// keeps its deadlines on an executor thread of its own, so a call's deadline
+    /// holds whichever thread waits on it.
+    pub fn resident(cache_dir: Option<PathBuf>) -> wasmtime::Result<Runtime> {
+        let executor = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("sandrail-deadlines")
+            .enable_time()
+            .build()
+            .map_err(|e| wasmtime::format_err!("cannot start the executor: {e}"))?;
+        let mut runtime = Runtime::linking(cache_dir, &|_| true, executor)?;
+        runtime.loaded = Some(Default::default());
+        Ok(runtime)
     }
 
     /// A runtime for these components only: it links just the WASI interfaces
@@ -268,12 +297,17 @@ impl Runtime {
             .into_iter()
             .flat_map(|p| p.imports.iter().map(String::as_str))
             .collect();
-        Runtime::linking(cache_dir, &|interface| imports.contains(interface))
+        Runtime::linking(
+            cache_dir,
+            &|interface| imports.contains(interface),
+            current_thread_executor()?,
+        )
     }
 
     fn linking(
         cache_dir: Option<PathBuf>,
         wasi_imported: &dyn Fn(&str) -> bool,
+        executor: tokio::runtime::Runtime,
     ) -> wasmtime::Result<Runtime> {
         let engine = shared_engine()?;
         let mut linker = Linker::new(&engine);
@@ -281,21 +315,33 @@ impl Runtime {
         wit::Guardrail::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
         let needs_cache = configure::NeedsCache::new(cache_dir.as_deref());
         let cache = cache::ComponentCache::new(&engine, cache_dir);
-        let executor = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .map_err(|e| wasmtime::format_err!("cannot start the executor: {e}"))?;
         Ok(Runtime {
             engine,
             linker,
             cache,
             needs_cache,
             executor,
+            loaded: None,
         })
     }
 
-    /// Compiles a prepared component (or loads it from the cache) and links it.
+    /// Compiles a prepared component (or loads it from the cache) and links it;
+    /// a resident runtime does so once per component.
     pub fn load(&self, prepared: &Prepared) -> Result<Loaded, LoadError> {
+        let Some(loaded) = &self.loaded else {
+            return self.compile_and_link(prepared);
+        };
+        let lock = || loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = (prepared.sha256.clone(), prepared.context);
+        if let Some(component) = lock().get(&key) {
+            return Ok(component.clone());
+        }
+        let component = self.compile_and_link(prepared)?;
+        lock().insert(key, component.clone());
+        Ok(component)
+    }
+
+    fn compile_and_link(&self, prepared: &Prepared) -> Result<Loaded, LoadError> {
         let component =
             self.cache
                 .get_or_compile(&self.engine, &prepared.bytes, &prepared.sha256)?;

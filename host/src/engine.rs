@@ -1,0 +1,70 @@
+//! What outlives one event. The one-shot hook judges one event and exits, so its
+//! engine makes a runtime per event that links only the WASI interfaces that
+//! event's components import; a resident engine (`sandrail serve`) keeps one
+//! runtime for its whole life, each component compiled and linked once.
+//!
+//! Either way the per-event pipeline ([`crate::evaluate`]) is the same: it asks
+//! the engine for a runtime for the components it is about to run.
+
+use std::ops::Deref;
+use std::path::PathBuf;
+
+use crate::runtime::{Prepared, Runtime};
+
+/// Where the compiled components come from.
+pub enum Engine {
+    /// A runtime made for each event (`sandrail hook`).
+    OneShot,
+    /// One runtime for every event (`sandrail serve`).
+    Resident(Runtime),
+}
+
+impl Engine {
+    /// The engine of a process that judges one event.
+    pub fn one_shot() -> Engine {
+        Engine::OneShot
+    }
+
+    /// The engine of a long-lived process: the runtime starts now.
+    pub fn resident(cache_dir: Option<PathBuf>) -> wasmtime::Result<Engine> {
+        Ok(Engine::Resident(Runtime::resident(cache_dir)?))
+    }
+
+    /// A runtime that can run `components`.
+    pub fn runtime_for<'a, 'p>(
+        &'a self,
+        cache_dir: Option<PathBuf>,
+        components: impl IntoIterator<Item = &'p Prepared>,
+    ) -> wasmtime::Result<EventRuntime<'a>> {
+        match self {
+            Engine::OneShot => Ok(EventRuntime::Own(Runtime::for_components(
+                cache_dir, components,
+            )?)),
+            Engine::Resident(runtime) => Ok(EventRuntime::Shared(runtime)),
+        }
+    }
+}
+
+/// The runtime one event runs its components on: its own, or the engine's.
+pub enum EventRuntime<'a> {
+    Own(Runtime),
+    Shared(&'a Runtime),
+}
+
+impl EventRuntime<'_> {
+    /// Whether the event owns its runtime (and may leave its teardown to exit).
+    pub fn is_own(&self) -> bool {
+        matches!(self, EventRuntime::Own(_))
+    }
+}
+
+impl Deref for EventRuntime<'_> {
+    type Target = Runtime;
+
+    fn deref(&self) -> &Runtime {
+        match self {
+            EventRuntime::Own(runtime) => runtime,
+            EventRuntime::Shared(runtime) => runtime,
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! `sandrail serve`: a resident engine answering hook payloads POSTed over HTTP —
+//! Claude Code's `http` hooks — on a TCP address, a Unix socket or both, exactly
+//! as `sandrail hook` answers them on stdin, with each component compiled and
+//! linked once for the life of the process.
+//!
+//! Each request is one event, judged on a blocking thread through the same
+//! pipeline as the one-shot hook ([`crate::hook::run`]): the session's lock
+//! serialises the events of one session and lets sessions run in parallel, and
+//! `sandrail hook` processes on the same state directory take the same locks.
+//! A refusal is a 200 carrying the harness's JSON decision, because Claude Code
+//! takes a non-2xx answer as a non-blocking error. A payload that cannot be read
+//! is refused under the config's `on_error = "deny"` (a 200 blocking decision),
+//! and answered 400 otherwise; a body over the payload limit is 413, a method
+//! other than POST 405, another path 404.
+//!
+//! SIGINT and SIGTERM stop the listeners, let every request in flight finish
+//! (its event committed and answered), then end the process.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::engine::Engine;
+use crate::hook::{self, Origin, Outcome};
+use crate::protocol::MAX_PAYLOAD_BYTES;
+
+/// The header an http hook names its project in (Claude Code: `"headers":
+/// {"X-Sandrail-Project-Dir": "$CLAUDE_PROJECT_DIR"}` with `allowedEnvVars`).
+/// Without it, the payload's `cwd` is the project.
+pub const PROJECT_HEADER: &str = "x-sandrail-project-dir";
+
+/// The paths a payload may be POSTed to.
+const HOOK_PATHS: [&str; 2] = ["/", "/hook"];
+
+/// The most events judged at once; more wait for a thread.
+const MAX_EVENTS_AT_ONCE: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("nothing to listen on: give --listen 127.0.0.1:PORT, --socket PATH, or both")]
+    NoListener,
+    #[error("cannot listen on {place}: {source}")]
+    Bind {
+        place: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "{0} answers connections: another server is running there; stop it, or choose another path"
+    )]
+    SocketInUse(PathBuf),
+    #[error("cannot start the server: {0}")]
+    Executor(std::io::Error),
+    #[error("cannot start the WebAssembly runtime: {0}")]
+    Runtime(String),
+}
+
+/// Where to listen.
+#[derive(Debug, Clone, Default)]
+pub struct Listen {
+    pub tcp: Option<SocketAddr>,
+    pub socket: Option<PathBuf>,
+}
+
+/// Serves until SIGINT or SIGTERM. `ready` is told where it listens (the TCP
+/// address with its port resolved) once it accepts connections.
+pub fn serve(
+    listen: Listen,
+    cache_dir: Option<PathBuf>,
+    ready: impl FnOnce(&[String]),
+) -> Result<(), ServeError> {
+    if listen.tcp.is_none() && listen.socket.is_none() {
+        return Err(ServeError::NoListener);
+    }
+    let executor = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(MAX_EVENTS_AT_ONCE)
+        .thread_name("sandrail-serve")
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(ServeError::Executor)?;
+    let engine = Engine::resident(cache_dir).map_err(|e| ServeError::Runtime(format!("{e:#}")))?;
+    let engine = Arc::new(engine);
+    executor.block_on(async move {
+        let tcp = match listen.tcp {
+            Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|source| {
+                ServeError::Bind {
+                    place: addr.to_string(),
+                    source,
+                }
+            })?),
+            None => None,
+        };
+        let unix = match &listen.socket {
+            Some(path) => Some(bind_socket(path)?),
+            None => None,
+        };
+        let mut places = Vec::new();
+        if let Some(listener) = &tcp {
+            let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+                place: "the TCP address".into(),
+                source,
+            })?;
+            places.push(format!("http://{addr}"));
+        }
+        if let Some(path) = &listen.socket {
+            places.push(format!("unix:{}", path.display()));
+        }
+        ready(&places);
+        accept_until_signalled(tcp, unix, engine).await;
+        if let Some(path) = &listen.socket {
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(())
+    })
+}
+
+/// Binds the Unix socket, readable and writable by its owner only. A socket file
+/// left by a server that is gone is replaced; one a server answers on is not.
+fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(ServeError::SocketInUse(path.to_owned()));
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type())
+    {
+        let _ = std::fs::remove_file(path);
+    }
+    let bind_error = |source| ServeError::Bind {
+        place: path.display().to_string(),
+        source,
+    };
+    // Bound inside a fresh owner-only directory, made owner-only, then moved into
+    // place: at no moment can another user connect to it.
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let private = tempfile::Builder::new()
+        .prefix(".sandrail-socket-")
+        .tempdir_in(parent)
+        .map_err(bind_error)?;
+    let staged = private.path().join("socket");
+    let listener = tokio::net::UnixListener::bind(&staged).map_err(bind_error)?;
+    std::fs::set_permissions(&staged, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .and_then(|()| std::fs::rename(&staged, path))
+        .map_err(bind_error)?;
+    Ok(listener)
+}
+
+async fn accept_until_signalled(
+    tcp: Option<tokio::net::TcpListener>,
+    unix: Option<tokio::net::UnixListener>,
+    engine: Arc<Engine>,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(signalled());
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            Some(stream) = accept_tcp(tcp.as_ref()) => Connection::Tcp(stream),
+            Some(stream) = accept_unix(unix.as_ref()) => Connection::Unix(stream),
+        };
+        let engine = Arc::clone(&engine);
+        match accepted {
+            Connection::Tcp(stream) => serve_connection(&graceful, stream, engine),
+            Connection::Unix(stream) => serve_connection(&graceful, stream, engine),
+        }
+    }
+    eprintln!("sandrail: shutting down: finishing the events in flight");
+    graceful.shutdown().await;
+}
+
+enum Connection {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+/// The next TCP connection; never, without a TCP listener.
+async fn accept_tcp(listener: Option<&tokio::net::TcpListener>) -> Option<tokio::net::TcpStream> {
+    let listener = listener?;
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => return Some(stream),
+            Err(e) => accept_failed(&e).await,
+        }
+    }
+}
+
+async fn accept_unix(
+    listener: Option<&tokio::net::UnixListener>,
+) -> Option<tokio::net::UnixStream> {
+    let listener = listener?;
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => return Some(stream),
+            Err(e) => accept_failed(&e).await,
+        }
+    }
+}
+
+/// An accept that failed (out of file descriptors, say): said, and retried a
+/// moment later rather than spun on.
+async fn accept_failed(e: &std::io::Error) {
+    eprintln!("sandrail: cannot accept a connection: {e}");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+}
+
+fn serve_connection<S>(graceful: &GracefulShutdown, stream: S, engine: Arc<Engine>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request| answer(request, Arc::clone(&engine)));
+    let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    let connection = graceful.watch(connection);
+    tokio::spawn(async move {
+        if let Err(e) = connection.await
+            && crate::debug_logging()
+        {
+            eprintln!("sandrail: a connection ended: {e}");
+        }
+    });
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn signalled() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut interrupt), Ok(mut terminate)) => {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        _ => {
+            eprintln!("sandrail: cannot watch for SIGINT/SIGTERM; stop the server with SIGKILL");
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// One request: one event.
+async fn answer(
+    request: Request<Incoming>,
+    engine: Arc<Engine>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    if request.method() != Method::POST {
+        let mut response = plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "sandrail serve answers hook payloads POSTed as JSON",
+        );
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("POST"));
+        return Ok(response);
+    }
+    if !HOOK_PATHS.contains(&request.uri().path()) {
+        return Ok(plain(
+            StatusCode::NOT_FOUND,
+            "POST hook payloads to / (or /hook)",
+        ));
+    }
+    let project = request
+        .headers()
+        .get(PROJECT_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from);
+    let body = match Limited::new(request.into_body(), MAX_PAYLOAD_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            return Ok(plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes"),
+            ));
+        }
+        Err(e) => {
+            return Ok(plain(
+                StatusCode::BAD_REQUEST,
+                &format!("the request body could not be read: {e}"),
+            ));
+        }
+    };
+    let origin = Origin { project, cwd: None };
+    let judged =
+        tokio::task::spawn_blocking(move || hook::run(&body[..], &origin, &engine)).await;
+    Ok(match judged {
+        Ok(outcome) => respond(outcome),
+        Err(e) => {
+            eprintln!("sandrail: an event's evaluation ended abnormally: {e}");
+            plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the event's evaluation ended abnormally; see the server's stderr",
+            )
+        }
+    })
+}
+
+/// The HTTP answer to a judged event.
+fn respond(outcome: Outcome) -> Response<Full<Bytes>> {
+    if let Some(answer) = outcome.answer {
+        return json(answer);
+    }
+    if let Some(reason) = outcome.block {
+        // What a command hook says by exiting 2, an http hook says in JSON.
+        return json(serde_json::json!({"decision": "block", "reason": reason}).to_string());
+    }
+    if let Some(why) = outcome.unreadable {
+        return plain(StatusCode::BAD_REQUEST, &why);
+    }
+    // Nothing to say: a 2xx with an empty body.
+    Response::new(Full::new(Bytes::new()))
+}
+
+fn json(body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(format!("sandrail: {text}\n"))));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
