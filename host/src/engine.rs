@@ -16,7 +16,7 @@ pub enum Engine {
     /// A runtime made for each event (`sandrail hook`).
     OneShot,
     /// One runtime for every event (`sandrail serve`).
-    Resident(Runtime),
+    Resident(Box<Runtime>),
 }
 
 impl Engine {
@@ -27,7 +27,7 @@ impl Engine {
 
     /// The engine of a long-lived process: the runtime starts now.
     pub fn resident(cache_dir: Option<PathBuf>) -> wasmtime::Result<Engine> {
-        Ok(Engine::Resident(Runtime::resident(cache_dir)?))
+        Ok(Engine::Resident(Box::new(Runtime::resident(cache_dir)?)))
     }
 
     /// A runtime that can run `components`.
@@ -37,9 +37,9 @@ impl Engine {
         components: impl IntoIterator<Item = &'p Prepared>,
     ) -> wasmtime::Result<EventRuntime<'a>> {
         match self {
-            Engine::OneShot => Ok(EventRuntime::Own(Runtime::for_components(
+            Engine::OneShot => Ok(EventRuntime::Own(Box::new(Runtime::for_components(
                 cache_dir, components,
-            )?)),
+            )?))),
             Engine::Resident(runtime) => Ok(EventRuntime::Shared(runtime)),
         }
     }
@@ -47,7 +47,7 @@ impl Engine {
 
 /// The runtime one event runs its components on: its own, or the engine's.
 pub enum EventRuntime<'a> {
-    Own(Runtime),
+    Own(Box<Runtime>),
     Shared(&'a Runtime),
 }
 

@@ -21,13 +21,13 @@ use std::time::Duration;
 
 use crate::audit;
 use crate::config::{Config, Guardrail, OnError};
+use crate::engine::Engine;
 use crate::escalation::{self, Enforcement, Escalated, Level, SoftBlock};
 use crate::event::EventKind;
 use crate::facts::{Costly, SessionFacts};
 use crate::guest_text;
 use crate::protocol::{self, Decision, HookInput};
 use crate::receipts::{Gate, GuardrailRun};
-use crate::engine::Engine;
 use crate::runtime::{self, Loaded, Prepared, RunError, wit};
 use crate::store::{Escalation, Keyspace, Occurrence, SessionStore, StateTxn, StoreError};
 use crate::transcript;

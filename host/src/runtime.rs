@@ -331,7 +331,11 @@ impl Runtime {
         let Some(loaded) = &self.loaded else {
             return self.compile_and_link(prepared);
         };
-        let lock = || loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let lock = || {
+            loaded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
         let key = (prepared.sha256.clone(), prepared.context);
         if let Some(component) = lock().get(&key) {
             return Ok(component.clone());

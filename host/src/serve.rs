@@ -19,7 +19,6 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -42,6 +41,9 @@ pub const PROJECT_HEADER: &str = "x-sandrail-project-dir";
 
 /// The paths a payload may be POSTed to.
 const HOOK_PATHS: [&str; 2] = ["/", "/hook"];
+
+/// How long a client has to send its request head.
+const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The most events judged at once; more wait for a thread.
 const MAX_EVENTS_AT_ONCE: usize = 64;
@@ -90,18 +92,22 @@ pub fn serve(
         .enable_time()
         .build()
         .map_err(ServeError::Executor)?;
-    let engine = Engine::resident(cache_dir).map_err(|e| ServeError::Runtime(format!("{e:#}")))?;
-    let engine = Arc::new(engine);
+    // It lives as long as the process: never dropped, so never torn down from
+    // inside the executor, and shared by every request without counting.
+    let engine: &'static Engine = Box::leak(Box::new(
+        Engine::resident(cache_dir).map_err(|e| ServeError::Runtime(format!("{e:#}")))?,
+    ));
     executor.block_on(async move {
-        let tcp = match listen.tcp {
-            Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|source| {
-                ServeError::Bind {
-                    place: addr.to_string(),
-                    source,
-                }
-            })?),
-            None => None,
-        };
+        let tcp =
+            match listen.tcp {
+                Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(
+                    |source| ServeError::Bind {
+                        place: addr.to_string(),
+                        source,
+                    },
+                )?),
+                None => None,
+            };
         let unix = match &listen.socket {
             Some(path) => Some(bind_socket(path)?),
             None => None,
@@ -162,7 +168,7 @@ fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
 async fn accept_until_signalled(
     tcp: Option<tokio::net::TcpListener>,
     unix: Option<tokio::net::UnixListener>,
-    engine: Arc<Engine>,
+    engine: &'static Engine,
 ) {
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(signalled());
@@ -172,7 +178,6 @@ async fn accept_until_signalled(
             Some(stream) = accept_tcp(tcp.as_ref()) => Connection::Tcp(stream),
             Some(stream) = accept_unix(unix.as_ref()) => Connection::Unix(stream),
         };
-        let engine = Arc::clone(&engine);
         match accepted {
             Connection::Tcp(stream) => serve_connection(&graceful, stream, engine),
             Connection::Unix(stream) => serve_connection(&graceful, stream, engine),
@@ -217,12 +222,17 @@ async fn accept_failed(e: &std::io::Error) {
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
 }
 
-fn serve_connection<S>(graceful: &GracefulShutdown, stream: S, engine: Arc<Engine>)
+fn serve_connection<S>(graceful: &GracefulShutdown, stream: S, engine: &'static Engine)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = service_fn(move |request| answer(request, Arc::clone(&engine)));
-    let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    let service = service_fn(move |request| answer(request, engine));
+    // A client that does not finish its request head in time is dropped, so idle
+    // connections cannot pile up.
+    let connection = http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service);
     let connection = graceful.watch(connection);
     tokio::spawn(async move {
         if let Err(e) = connection.await
@@ -256,7 +266,7 @@ async fn signalled() {
 /// One request: one event.
 async fn answer(
     request: Request<Incoming>,
-    engine: Arc<Engine>,
+    engine: &'static Engine,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     if request.method() != Method::POST {
         let mut response = plain(
@@ -299,8 +309,7 @@ async fn answer(
         }
     };
     let origin = Origin { project, cwd: None };
-    let judged =
-        tokio::task::spawn_blocking(move || hook::run(&body[..], &origin, &engine)).await;
+    let judged = tokio::task::spawn_blocking(move || hook::run(&body[..], &origin, engine)).await;
     Ok(match judged {
         Ok(outcome) => respond(outcome),
         Err(e) => {

@@ -26,6 +26,7 @@ mod os_sandbox;
 mod protect;
 mod receipts;
 mod sdk;
+mod serve;
 mod sessions;
 mod shell_model;
 mod trust;

@@ -9,7 +9,10 @@ use sandrail::serve::{self, Listen};
 
 pub fn run(listen: Option<SocketAddr>, socket: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     serve::serve(
-        Listen { tcp: listen, socket },
+        Listen {
+            tcp: listen,
+            socket,
+        },
         locations::cache_dir(),
         |places| {
             // One line on stdout a supervisor (or a test) can wait for.

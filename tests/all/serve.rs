@@ -1,0 +1,420 @@
+//! `sandrail serve`: real HTTP requests over TCP and a Unix socket answered as
+//! `sandrail hook` answers the same payloads; concurrency without lost updates;
+//! bad requests refused with their status; a clean shutdown.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// A running `sandrail serve` in a project, stopped (SIGTERM) when dropped.
+struct Server {
+    child: Option<Child>,
+    tcp: String,
+    socket: PathBuf,
+}
+
+impl Server {
+    fn start(project: &Project) -> Server {
+        let socket = project.root.path().join("serve.sock");
+        let mut child = project
+            .cmd()
+            .args(["serve", "--listen", "127.0.0.1:0", "--socket"])
+            .arg(&socket)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start sandrail serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the serving line");
+        let tcp = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("http://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        Server {
+            child: Some(child),
+            tcp,
+            socket,
+        }
+    }
+
+    /// POSTs `body` to `/` over TCP, naming the project in the header.
+    fn post(&self, project: &Project, body: &[u8]) -> Answer {
+        self.request("POST", "/", Some(project.dir()), body)
+    }
+
+    fn request(&self, method: &str, path: &str, project: Option<PathBuf>, body: &[u8]) -> Answer {
+        let stream = std::net::TcpStream::connect(&self.tcp).expect("connect");
+        exchange(stream, method, path, project.as_deref(), body)
+    }
+
+    fn post_unix(&self, project: &Project, body: &[u8]) -> Answer {
+        let stream = std::os::unix::net::UnixStream::connect(&self.socket).expect("connect");
+        exchange(stream, "POST", "/hook", Some(&project.dir()), body)
+    }
+
+    /// SIGTERM, then the exit status and stderr.
+    fn stop(mut self) -> (std::process::ExitStatus, String) {
+        let mut child = self.child.take().expect("running");
+        terminate(&child);
+        let mut stderr = String::new();
+        if let Some(mut err) = child.stderr.take() {
+            let _ = err.read_to_string(&mut stderr);
+        }
+        (child.wait().expect("wait"), stderr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            terminate(&child);
+            let _ = child.wait();
+        }
+    }
+}
+
+fn terminate(child: &Child) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+}
+
+/// An HTTP answer: the status and the body.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    body: String,
+}
+
+impl Answer {
+    /// The body as the JSON a command hook would print, or Null when empty.
+    fn json(&self) -> Value {
+        if self.body.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+        }
+    }
+}
+
+/// One HTTP/1.1 request on a fresh connection, read to its end.
+fn exchange(
+    mut stream: impl Read + Write,
+    method: &str,
+    path: &str,
+    project: Option<&Path>,
+    body: &[u8],
+) -> Answer {
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: sandrail\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if let Some(project) = project {
+        head.push_str(&format!(
+            "X-Sandrail-Project-Dir: {}\r\n",
+            project.display()
+        ));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("send the head");
+    // A server may answer (413) before reading a long body to its end.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let status = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {raw:?}"));
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default();
+    Answer { status, body }
+}
+
+/// The command hook's answer to `payload`, as JSON (Null when silent).
+fn hook_json(project: &Project, payload: &[u8]) -> Value {
+    let run = project.hook(payload);
+    if run.stdout().trim().is_empty() {
+        Value::Null
+    } else {
+        run.answer()
+    }
+}
+
+/// A payload as `payload()` makes it, for `session`.
+fn event(kind: &str, session: &str, extra: Value) -> Vec<u8> {
+    payload(kind, session, extra)
+}
+
+/// An escalating rule, a contract over the session's counters and the bundled
+/// gate: answers that depend on what came before in the session.
+const CONFIG: &str = r#"
+[[guardrail]]
+name = "git"
+source = "builtin:no-destructive-git"
+events = ["PreToolUse"]
+matcher = "Bash"
+[guardrail.enforcement]
+default_level = "nudge"
+escalation = [{ after = 2, level = "hard_block" }]
+
+[[guardrail]]
+name = "contracts"
+source = "builtin:contracts"
+events = ["PreToolUse", "Stop", "UserPromptSubmit"]
+
+[[guardrail.config.rules]]
+name = "few-writes"
+when = "tool.is_write"
+require = "session.files_written < 2"
+message = "{rule}: at most 2 files, {session.files_written} written"
+"#;
+
+/// Every event kind, in a session's order, with refusals, escalation and
+/// counters among them: the server's answers are the hook's, one for one.
+#[test]
+fn serve_answers_every_event_as_the_hook_does() {
+    let project = Project::new();
+    project.config(CONFIG);
+    let server = Server::start(&project);
+    let events = |session: &str| -> Vec<Vec<u8>> {
+        vec![
+            event("SessionStart", session, json!({"source": "startup"})),
+            event(
+                "UserPromptSubmit",
+                session,
+                json!({"prompt": "Tidy the repo"}),
+            ),
+            bash(session, "git push --force origin main"),
+            bash(session, "ls -la"),
+            bash(session, "git push --force origin main"),
+            bash(session, "git reset --hard HEAD~3"),
+            write(session, "/home/dev/project/a.rs"),
+            write(session, "/home/dev/project/b.rs"),
+            write(session, "/home/dev/project/c.rs"),
+            event(
+                "PostToolUse",
+                session,
+                json!({"tool_name": "Write", "tool_input": {"file_path": "/home/dev/project/a.rs", "content": "x"}, "tool_response": {"success": true}, "tool_use_id": "toolu_01DEF"}),
+            ),
+            event("Stop", session, json!({"stop_hook_active": false})),
+            event("SessionEnd", session, json!({"reason": "exit"})),
+        ]
+    };
+    let mut refusals = 0;
+    for (over_http, by_hook) in events("s-served").iter().zip(events("s-hooked")) {
+        let served = server.post(&project, over_http);
+        assert_eq!(served.status, 200, "{served:?}");
+        let hooked = hook_json(&project, &by_hook);
+        assert_eq!(
+            served.json(),
+            hooked,
+            "{}",
+            String::from_utf8_lossy(&by_hook)
+        );
+        if hooked.to_string().contains("\"deny\"") {
+            refusals += 1;
+        }
+    }
+    // The escalation and the counter answered: not a run of silences.
+    assert!(refusals >= 3, "{refusals} refusals");
+    // Over the Unix socket, the same.
+    let push = bash("s-unix", "git push --force origin main");
+    assert_eq!(
+        server.post_unix(&project, &push).json(),
+        hook_json(&project, &bash("s-unix2", "git push --force origin main"))
+    );
+}
+
+/// The project is the one the harness names in the header; without it, the
+/// payload's `cwd`.
+#[test]
+fn the_project_header_chooses_the_config() {
+    let project = Project::new();
+    project.config(CONFIG);
+    let server = Server::start(&project);
+    let named = server.post(&project, &bash("s1", "git push --force origin main"));
+    assert!(named.body.contains("[git/force-push]"), "{named:?}");
+    // Without the header the payload's cwd (/home/dev/project) has no config:
+    // the embedded default answers, and its guardrail is another.
+    let unnamed = server.request(
+        "POST",
+        "/",
+        None,
+        &bash("s2", "git push --force origin main"),
+    );
+    assert_eq!(unnamed.status, 200);
+    assert!(
+        unnamed.body.contains("[destructive-commands/"),
+        "{unnamed:?}"
+    );
+}
+
+/// Eight clients at once on one session, with `sandrail hook` processes beside
+/// them on the same state: every call is counted once.
+#[test]
+fn concurrent_requests_lose_no_update() {
+    let project = Project::new();
+    project.config(
+        r#"
+[[guardrail]]
+name = "contracts"
+source = "builtin:contracts"
+events = ["PreToolUse"]
+
+[[guardrail.config.rules]]
+name = "calls"
+require = "session.tool_calls < 100000"
+"#,
+    );
+    let server = Server::start(&project);
+    const CLIENTS: usize = 8;
+    const EACH: usize = 15;
+    const HOOKS: usize = 10;
+    std::thread::scope(|scope| {
+        for client in 0..CLIENTS {
+            let (server, project) = (&server, &project);
+            scope.spawn(move || {
+                for n in 0..EACH {
+                    let answer =
+                        server.post(project, &bash("shared", &format!("echo {client}-{n}")));
+                    assert_eq!(answer.status, 200, "{answer:?}");
+                }
+            });
+        }
+        let project = &project;
+        scope.spawn(move || {
+            for n in 0..HOOKS {
+                project
+                    .hook(&bash("shared", &format!("echo hook-{n}")))
+                    .assert_silent();
+            }
+        });
+    });
+    assert_eq!(
+        tool_calls(&project, "shared"),
+        json!(CLIENTS * EACH + HOOKS)
+    );
+}
+
+/// What is not a hook payload POSTed to the hook path gets a status that says
+/// what was wrong; an unreadable payload under `on_error = "deny"` is refused
+/// with a 200 decision (a non-2xx would let the call through).
+#[test]
+fn bad_requests_are_refused_with_their_status() {
+    let project = Project::new();
+    project.config(CONFIG);
+    let server = Server::start(&project);
+    let get = server.request("GET", "/", Some(project.dir()), b"");
+    assert_eq!(get.status, 405, "{get:?}");
+    assert!(get.body.contains("POSTed as JSON"), "{get:?}");
+    let elsewhere = server.request("POST", "/admin", Some(project.dir()), b"{}");
+    assert_eq!(elsewhere.status, 404, "{elsewhere:?}");
+    let malformed = server.post(&project, b"{\"hook_event_name\": ");
+    assert_eq!(malformed.status, 400, "{malformed:?}");
+    assert!(malformed.body.contains("not valid JSON"), "{malformed:?}");
+    let oversize = vec![b' '; (16 << 20) + 10];
+    let too_big = server.post(&project, &oversize);
+    assert_eq!(too_big.status, 413, "{too_big:?}");
+    // The server still answers after all of them.
+    assert_eq!(server.post(&project, &bash("s1", "ls")).status, 200);
+
+    project.reconfigure(&format!("[settings]\non_error = \"deny\"\n{CONFIG}"));
+    let refused = server.post(&project, b"not json at all");
+    assert_eq!(refused.status, 200, "{refused:?}");
+    assert_eq!(refused.json()["decision"], "block", "{refused:?}");
+    assert!(
+        refused.json()["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("not valid JSON") && r.contains("on_error")),
+        "{refused:?}"
+    );
+}
+
+/// SIGTERM while requests are in flight: each is answered and committed, the
+/// process exits 0, and the socket file is gone.
+#[test]
+fn shutdown_finishes_the_events_in_flight() {
+    let project = Project::new();
+    project.config(
+        r#"
+[[guardrail]]
+name = "contracts"
+source = "builtin:contracts"
+events = ["PreToolUse"]
+
+[[guardrail.config.rules]]
+name = "calls"
+require = "session.tool_calls < 100000"
+"#,
+    );
+    let server = Server::start(&project);
+    let socket = server.socket.clone();
+    let tcp = server.tcp.clone();
+    let answered = std::sync::atomic::AtomicUsize::new(0);
+    let (status, stderr) = std::thread::scope(|scope| {
+        for client in 0..4 {
+            let (tcp, project, answered) = (&tcp, &project, &answered);
+            scope.spawn(move || {
+                for n in 0..50 {
+                    let Ok(stream) = std::net::TcpStream::connect(tcp) else {
+                        return;
+                    };
+                    let body = bash("down", &format!("echo {client}-{n}"));
+                    let answer = std::panic::catch_unwind(|| {
+                        exchange(stream, "POST", "/", Some(&project.dir()), &body)
+                    });
+                    match answer {
+                        Ok(answer) if answer.status == 200 => {
+                            answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        }
+                        _ => return,
+                    }
+                }
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        server.stop()
+    });
+    assert!(status.success(), "{status:?} {stderr}");
+    assert!(
+        stderr.contains("finishing the events in flight"),
+        "{stderr}"
+    );
+    assert!(!socket.exists(), "the socket file is removed");
+    let answered = answered.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(answered > 0, "no request was answered before the signal");
+    // Every answered request was committed, and nothing else was.
+    assert_eq!(tool_calls(&project, "down"), json!(answered), "{stderr}");
+}
+
+/// The session's `tool_calls` counter as `sandrail facts` reads it.
+fn tool_calls(project: &Project, session: &str) -> Value {
+    let facts = project
+        .cmd()
+        .args(["facts", "--session", session])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(&bash(session, "ls"))?;
+            child.wait_with_output()
+        })
+        .expect("sandrail facts");
+    let facts: Value = serde_json::from_slice(&facts.stdout).expect("facts");
+    facts["session"]["tool_calls"].clone()
+}
