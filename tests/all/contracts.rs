@@ -315,23 +315,7 @@ message = "This task may write at most {mandate.max_files_written} files.""#])
     }
     // Reads and commands pass the rule (its `when` does not hold) and count as calls.
     project.hook(&bash("sess-seed", "ls")).assert_silent();
-    let run = project
-        .cmd()
-        .args(["facts", "--session", "sess-seed"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(&bash("sess-seed", "ls"))?;
-            child.wait_with_output()
-        })
-        .expect("sandrail facts");
-    let facts: serde_json::Value = serde_json::from_slice(&run.stdout).expect("facts");
+    let facts = project.session_facts("sess-seed");
     assert_eq!(facts["session"]["files_written"], json!(3), "{facts:#}");
     assert_eq!(facts["session"]["tool_calls"], json!(4), "{facts:#}");
 }

@@ -180,6 +180,18 @@ require = "session.files_written < 2"
 message = "{rule}: at most 2 files, {session.files_written} written"
 "#;
 
+/// A contract over the session's counters, so the host keeps them.
+const COUNTING: &str = r#"
+[[guardrail]]
+name = "contracts"
+source = "builtin:contracts"
+events = ["PreToolUse"]
+
+[[guardrail.config.rules]]
+name = "calls"
+require = "session.tool_calls < 100000"
+"#;
+
 /// Every event kind, in a session's order, with refusals, escalation and
 /// counters among them: the server's answers are the hook's, one for one.
 #[test]
@@ -265,18 +277,7 @@ fn the_project_header_chooses_the_config() {
 #[test]
 fn concurrent_requests_lose_no_update() {
     let project = Project::new();
-    project.config(
-        r#"
-[[guardrail]]
-name = "contracts"
-source = "builtin:contracts"
-events = ["PreToolUse"]
-
-[[guardrail.config.rules]]
-name = "calls"
-require = "session.tool_calls < 100000"
-"#,
-    );
+    project.config(COUNTING);
     let server = Server::start(&project);
     const CLIENTS: usize = 8;
     const EACH: usize = 15;
@@ -346,18 +347,7 @@ fn bad_requests_are_refused_with_their_status() {
 #[test]
 fn shutdown_finishes_the_events_in_flight() {
     let project = Project::new();
-    project.config(
-        r#"
-[[guardrail]]
-name = "contracts"
-source = "builtin:contracts"
-events = ["PreToolUse"]
-
-[[guardrail.config.rules]]
-name = "calls"
-require = "session.tool_calls < 100000"
-"#,
-    );
+    project.config(COUNTING);
     let server = Server::start(&project);
     let socket = server.socket.clone();
     let tcp = server.tcp.clone();
@@ -400,21 +390,5 @@ require = "session.tool_calls < 100000"
 
 /// The session's `tool_calls` counter as `sandrail facts` reads it.
 fn tool_calls(project: &Project, session: &str) -> Value {
-    let facts = project
-        .cmd()
-        .args(["facts", "--session", session])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(&bash(session, "ls"))?;
-            child.wait_with_output()
-        })
-        .expect("sandrail facts");
-    let facts: Value = serde_json::from_slice(&facts.stdout).expect("facts");
-    facts["session"]["tool_calls"].clone()
+    project.session_facts(session)["session"]["tool_calls"].clone()
 }

@@ -352,6 +352,27 @@ impl Project {
         run
     }
 
+    /// The facts document `sandrail facts --session S` prints for a Bash `ls` in
+    /// that session: its counters as they stand.
+    pub fn session_facts(&self, session: &str) -> Value {
+        let run = self
+            .cmd()
+            .args(["facts", "--session", session])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                child
+                    .stdin
+                    .take()
+                    .expect("stdin")
+                    .write_all(&bash(session, "ls"))?;
+                child.wait_with_output()
+            })
+            .expect("sandrail facts");
+        serde_json::from_slice(&run.stdout).expect("facts")
+    }
+
     /// The last receipt written, as JSON.
     pub fn last_receipt(&self) -> Value {
         let receipts = std::fs::read_to_string(self.state_dir().join("receipts.jsonl"))
