@@ -6,7 +6,9 @@
 //! - `sandrail hook`, embedded default, PreToolUse Bash, warm cache;
 //! - the same with a cold cache (a fresh cache directory each run);
 //! - `sandrail hook` on a PreToolUse Write, which the default's stateful
-//!   session-budget counts: the cost of a state transaction and its commit.
+//!   session-budget counts: the cost of a state transaction and its commit;
+//! - the same two payloads POSTed to a running `sandrail serve` on a fresh
+//!   connection each, the client's time included.
 //!
 //! - a force push refused by no-destructive-git with an escalation ladder: the
 //!   cost of counting a violation in the session's state;
@@ -73,18 +75,26 @@ fn main() {
     let first = spawn(SANDRAIL, &payload, dir, &warm_cache);
     assert!(first.1, "sandrail hook failed on the benchmark payload");
 
+    // The resident engine, on its own state so its sessions do not wait on the
+    // hooks'; a request is a fresh connection, as Claude Code's http hook makes.
+    let server = Server::start(dir, &warm_cache, &dir.join("serve-state"));
+    server.post(&payload);
     let mut floor = Vec::with_capacity(runs);
     let mut warm = Vec::with_capacity(runs);
+    let mut served = Vec::with_capacity(runs);
     let mut cold = Vec::with_capacity(cold_runs);
     let mut stateful = Vec::with_capacity(runs);
+    let mut served_write = Vec::with_capacity(runs);
     // The floor and the warm hook interleaved, with nothing else between them: a
     // durable commit's writeback would otherwise land on whichever runs next.
     for _ in 0..runs {
         floor.push(spawn("/bin/true", &payload, dir, &warm_cache).0);
         warm.push(spawn(SANDRAIL, &payload, dir, &warm_cache).0);
+        served.push(server.post(&payload));
     }
     for i in 0..runs {
         stateful.push(spawn(SANDRAIL, &write_payload, dir, &warm_cache).0);
+        served_write.push(server.post(&write_payload));
         if i % (runs / cold_runs) == 0 && cold.len() < cold_runs {
             let fresh = dir.join(format!("cold-cache-{i}"));
             cold.push(spawn(SANDRAIL, &payload, dir, &fresh).0);
@@ -96,6 +106,9 @@ fn main() {
     let warm = Stats::of(warm);
     let cold = Stats::of(cold);
     let stateful = Stats::of(stateful);
+    let served = Stats::of(served);
+    let served_write = Stats::of(served_write);
+    drop(server);
     println!("sandrail hook latency, whole process, PreToolUse Bash, embedded default");
     println!(
         "({} warm runs, {} cold; {} cores)",
@@ -113,6 +126,8 @@ fn main() {
         ("sandrail hook, warm cache", &warm),
         ("sandrail hook, cold cache", &cold),
         ("Write, state committed", &stateful),
+        ("serve: POST Bash, client in", &served),
+        ("serve: POST Write, committed", &served_write),
     ] {
         row(name, s, &floor);
     }
@@ -566,6 +581,77 @@ fn spawn(program: &str, payload: &str, dir: &Path, cache: &Path) -> (Duration, b
         &dir.join("state"),
         &dir.join("project"),
     )
+}
+
+/// `sandrail serve` on a loopback port, stopped when dropped.
+struct Server {
+    child: std::process::Child,
+    addr: String,
+    project: std::path::PathBuf,
+}
+
+impl Server {
+    fn start(dir: &Path, cache: &Path, state: &Path) -> Server {
+        let mut child = Command::new(SANDRAIL)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .current_dir(dir)
+            .env("SANDRAIL_STATE_DIR", state)
+            .env("SANDRAIL_CACHE_DIR", cache)
+            .env("SANDRAIL_SYSLOG_SOCKET", syslog())
+            .env_remove("SANDRAIL_CONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start sandrail serve");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("stdout")),
+            &mut line,
+        )
+        .expect("the serving line");
+        let addr = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("http://"))
+            .expect("an address")
+            .to_owned();
+        Server {
+            child,
+            addr,
+            project: dir.join("project"),
+        }
+    }
+
+    /// One request on a fresh connection, timed from connecting to the answer's end.
+    fn post(&self, payload: &str) -> Duration {
+        use std::io::Read;
+        let started = Instant::now();
+        let mut stream = std::net::TcpStream::connect(&self.addr).expect("connect");
+        let head = format!(
+            "POST / HTTP/1.1\r\nHost: sandrail\r\nContent-Type: application/json\r\nContent-Length: {}\r\nX-Sandrail-Project-Dir: {}\r\nConnection: close\r\n\r\n",
+            payload.len(),
+            self.project.display()
+        );
+        stream
+            .write_all(head.as_bytes())
+            .and_then(|()| stream.write_all(payload.as_bytes()))
+            .expect("send");
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).expect("answer");
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200"),
+            "sandrail serve did not answer 200"
+        );
+        started.elapsed()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
 }
 
 /// Runs one process with its own state directory and project.
