@@ -28,7 +28,7 @@ use crate::facts::{Costly, SessionFacts};
 use crate::guest_text;
 use crate::protocol::{self, Decision, HookInput};
 use crate::receipts::{Gate, GuardrailRun};
-use crate::runtime::{self, Loaded, Prepared, RunError, wit};
+use crate::runtime::{self, Loaded, Prepared, RunError, Runtime, wit};
 use crate::store::{Escalation, Keyspace, Occurrence, SessionStore, StateTxn, StoreError};
 use crate::transcript;
 
@@ -89,14 +89,14 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
     let kept = runtime::kept_facts(config, dirs.cache.as_deref());
     let keeps_session = kept.contains(&Costly::Session);
     let keeps_case = kept.contains(&Costly::Case);
-    let counting = (keeps_session || keeps_case) && input.kind == EventKind::PreToolUse;
-    let guarding = config.protect.enabled && input.kind == EventKind::PreToolUse;
-    // The cycle: each finished call goes into the span; at Stop the mark moves and
-    // each active context's `leave` runs.
-    let cycles = config.keeps_cycles();
-    let recording = cycles && input.kind == EventKind::PostToolUse;
-    let stopping = cycles && input.kind == EventKind::Stop;
-    if prepared.is_empty() && !counting && !guarding && !recording && !stopping {
+    let duties = Duties::of(input.kind, config, keeps_session || keeps_case);
+    let Duties {
+        counting,
+        guarding,
+        recording,
+        stopping,
+    } = duties;
+    if prepared.is_empty() && !duties.any() {
         return decision;
     }
 
@@ -117,7 +117,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
             .push(guest_text::attributed(HOST_AUTHOR, &reason));
         prepared.clear();
     }
-    if prepared.is_empty() && !counting && !recording && !stopping {
+    if prepared.is_empty() && !duties.besides_guarding() {
         return decision;
     }
     if stopping && turn.is_none() {
@@ -160,16 +160,13 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
         || prepared
             .iter()
             .any(|(g, _)| g.enforcement.is_some() || g.is_context())
-        || counting
-        || recording
-        || stopping
+        || duties.besides_guarding()
         || (!kept.is_empty() && !prepared.is_empty());
     let now = crate::clock::now();
     // Only a PreToolUse can be approved and sent again after a refusal.
     let input_hash = (input.kind == crate::event::EventKind::PreToolUse)
         .then(|| input_fingerprint(input.tool_input.as_deref().unwrap_or("null")));
     let tool_use_id = input.fields.get("tool_use_id").and_then(|v| v.as_str());
-    let mut overrides: Vec<(String, String, u64)> = Vec::new();
     let mut unavailable = String::from("no guardrail of this event imports state");
     // The state kept from sandrail on purpose (its lock held by something that is
     // not sandrail at work): the guardrails that need it cannot judge.
@@ -272,239 +269,40 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
     // Once a refusal cuts the chain, only guardrails that touch flags still run,
     // and only their flag changes count: a flag records that something was
     // attempted, whatever became of the attempt.
-    let mut cut = !decision.refusals.is_empty() && protocol::can_refuse(input.kind);
-    // Refusals of guardrails without `enforcement`, counted at the end.
-    let mut plain_refusals: Vec<(String, String)> = Vec::new();
+    let cut = !decision.refusals.is_empty() && protocol::can_refuse(input.kind);
+    let scope = Scope {
+        input,
+        config,
+        base_event: &base_event,
+        turn: turn.as_ref(),
+        turn_id,
+        now,
+        input_hash,
+        tool_use_id,
+        stopping,
+        state_lost,
+        withheld,
+    };
+    let mut chain = Chain {
+        decision,
+        txn,
+        cut,
+        unavailable,
+        plain_refusals: Vec::new(),
+        overrides: Vec::new(),
+    };
     for (guardrail, component, reads_cycle) in &loaded {
-        let gate = config.gate_of(guardrail);
-        let mut run = GuardrailRun {
-            name: guardrail.name.clone(),
-            sha256: Some(component.sha256.clone()),
-            verdict: "skipped".to_owned(),
-            gate,
-            ..GuardrailRun::default()
-        };
-        let context = guardrail.is_context();
-        if let Some(why) = withheld.as_deref()
-            && component.uses_state
-            && !context
-            && !cut
-        {
-            // It cannot judge without its state: a failure, under its `on_error`.
-            run.verdict = "failed".to_owned();
-            run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
-                could_not_judge(d, guardrail, Stage::Failed, why, "its state is withheld")
-            });
-            cut = run.refuses && gate == Gate::Enforce && protocol::can_refuse(input.kind);
-            decision.trace.guardrails.push(run);
-            continue;
-        }
-        // Without the state (the lock timed out, the store is unusable) a context
-        // records nothing; a guardrail that keeps state still judges, its
-        // violations answering at their rule's default level (dotforge: "on
-        // timeout, the hook proceeds using default_level for all behaviors"), and
-        // one that cannot judge without its state fails under its `on_error`.
-        if (context && state_lost) || (cut && guardrail.flags.is_empty()) {
-            decision.trace.guardrails.push(run);
-            continue;
-        }
-        let failed_context = match txn.as_mut() {
-            Some(t) if stopping && !cut => crate::cycle::failed_requirement(t, config, guardrail)
-                .unwrap_or_else(|e| {
-                    eprintln!(
-                        "sandrail: the cycle cannot be read: {e}; '{}' runs as if its contexts had recorded",
-                        guardrail.name
-                    );
-                    None
-                }),
-            _ => None,
-        };
-        if let Some(why) = failed_context {
-            run.verdict = "deny".to_owned();
-            run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
-                record_verdict(d, &guardrail.name, Judged::from(wit::Verdict::Deny(why)))
-            });
-            cut = run.refuses && gate == Gate::Enforce && protocol::can_refuse(input.kind);
-            decision.trace.guardrails.push(run);
-            continue;
-        }
-        if stopping && let Some(t) = txn.as_ref() {
-            match crate::cycle::held_at_stop(t, config, guardrail, *reads_cycle) {
-                Ok(None) => {}
-                Ok(Some(why)) => {
-                    if crate::debug_logging() {
-                        eprintln!("sandrail: [{}] not run at this Stop: {why}", guardrail.name);
-                    }
-                    run.verdict = "held".to_owned();
-                    decision.trace.guardrails.push(run);
-                    continue;
-                }
-                Err(e) => eprintln!(
-                    "sandrail: the cycle cannot be read: {e}; '{}' runs as if its contexts had entered",
-                    guardrail.name
-                ),
-            }
-        }
-        let mut keyspace = Keyspace::new(
-            &guardrail.name,
-            guardrail.requires.clone(),
-            guardrail.limits.state_bytes,
-        )
-        .with_flags(guardrail.flags.clone(), now)
-        .with_cycle(config.required_contexts(guardrail), turn_id.clone());
-        match txn.take() {
-            Some(t) => keyspace = keyspace.with_txn(t),
-            None => keyspace.set_unavailable(unavailable.clone()),
-        }
-        let mut event = base_event.clone();
-        event.config = guardrail.config.to_string();
-        if context {
-            let payload = keyspace_context_payload(&keyspace, &guardrail.name);
-            let started = std::time::Instant::now();
-            let outcome = runtime.run_context(
-                component,
-                &guardrail.name,
-                runtime::ContextCall::Observe {
-                    event: &event,
-                    payload: payload.as_deref(),
-                },
-                keyspace,
-                &guardrail.data,
-                guardrail.limits,
-            );
-            run.us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-            run.exceeded = outcome.exceeded.iter().map(|l| (*l).to_owned()).collect();
-            let ok = outcome.result.is_ok();
-            let finished = outcome.keyspace.finish_keeping(ok && !cut, ok);
-            let who = format!("context '{}'", guardrail.name);
-            if let Some(why) = take_back(finished, &mut txn, &mut decision, config, &who) {
-                unavailable = why;
-            }
-            run.verdict = match outcome.result {
-                Ok(runtime::ContextAnswer::Transition(transition)) if !cut => {
-                    transit(&mut txn, &guardrail.name, transition, turn.as_ref())
-                }
-                Ok(_) => "skipped".to_owned(),
-                Err(e) => {
-                    // A context never refuses: what it could not record is lost,
-                    // and the gates that need it refuse a claim they cannot check.
-                    let why = if crate::debug_logging() {
-                        e.to_string()
-                    } else {
-                        e.brief()
-                    };
-                    eprintln!(
-                        "sandrail: context '{}' failed: {why}; it records nothing for this event, and the gates requiring it refuse this cycle's Stop",
-                        guardrail.name
-                    );
-                    if let Some(t) = txn.as_mut()
-                        && let Err(e) =
-                            crate::cycle::record_context_failure(t, &guardrail.name, &e.brief())
-                    {
-                        eprintln!(
-                            "sandrail: the failure of context '{}' could not be recorded: {e}",
-                            guardrail.name
-                        );
-                    }
-                    "failed".to_owned()
-                }
-            };
-            decision.trace.guardrails.push(run);
-            continue;
-        }
-
-        let started = std::time::Instant::now();
-        let outcome = runtime.run(
-            component,
-            &guardrail.name,
-            &event,
-            keyspace,
-            &guardrail.data,
-            guardrail.limits,
-        );
-        run.us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        run.exceeded = outcome.exceeded.iter().map(|l| (*l).to_owned()).collect();
-        let verdict = outcome
-            .result
-            .map_err(Failure::Run)
-            .and_then(|v| check_verdict(v).map_err(Failure::Malformed));
-        let finished = if cut {
-            outcome.keyspace.finish_keeping(false, verdict.is_ok())
-        } else {
-            outcome.keyspace.finish(verdict.is_ok())
-        };
-        let who = format!("guardrail '{}'", guardrail.name);
-        if let Some(why) = take_back(finished, &mut txn, &mut decision, config, &who) {
-            unavailable = why;
-        }
-        if cut {
-            decision.trace.guardrails.push(run);
-            continue;
-        }
-        match verdict {
-            Ok(verdict) => {
-                match &verdict {
-                    wit::Verdict::Pass => run.verdict = "pass".to_owned(),
-                    wit::Verdict::Note(_) => run.verdict = "note".to_owned(),
-                    wit::Verdict::Deny(_) => run.verdict = "deny".to_owned(),
-                    wit::Verdict::Violation(v) => {
-                        run.verdict = "violation".to_owned();
-                        run.rule = Some(v.rule.clone());
-                    }
-                }
-                let verdict = match (verdict, &guardrail.enforcement) {
-                    (wit::Verdict::Violation(v), Some(enforcement)) => {
-                        let asks = enforcement.soft_block == SoftBlock::Ask;
-                        let occurrence = Occurrence {
-                            tool: input.tool_name.as_deref(),
-                            input_hash: input_hash.as_deref(),
-                            now,
-                            override_window: config.override_window,
-                            ask_for: tool_use_id.filter(|_| asks && input_hash.is_some()),
-                        };
-                        escalate(
-                            &mut txn,
-                            guardrail,
-                            enforcement,
-                            v,
-                            occurrence,
-                            &mut overrides,
-                        )
-                    }
-                    (verdict, _) => {
-                        if let Some(rule) = refused_rule(&verdict) {
-                            plain_refusals.push((guardrail.name.clone(), rule));
-                        }
-                        Judged::from(verdict)
-                    }
-                };
-                if let Judged::Escalated { level, .. } = &verdict {
-                    run.level = Some(level.name().to_owned());
-                }
-                run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
-                    record_verdict(d, &guardrail.name, verdict)
-                });
-            }
-            Err(failure) => {
-                run.verdict = "failed".to_owned();
-                run.reason = Some(failure.brief());
-                // One line on stderr; wasmtime's whole account (a trap's
-                // backtrace) only under SANDRAIL_LOG=debug.
-                let why = if crate::debug_logging() {
-                    failure.to_string()
-                } else {
-                    failure.brief()
-                };
-                run.refuses = gated(&mut decision, &guardrail.name, gate, |d| {
-                    could_not_judge(d, guardrail, Stage::Failed, &why, &failure.brief())
-                });
-            }
-        }
-        if run.refuses && gate == Gate::Enforce && protocol::can_refuse(input.kind) {
-            cut = true;
-        }
-        decision.trace.guardrails.push(run);
+        let run = chain.run(&scope, &runtime, guardrail, component, *reads_cycle);
+        chain.decision.trace.guardrails.push(run);
     }
+    let Chain {
+        mut decision,
+        mut txn,
+        cut,
+        plain_refusals,
+        overrides,
+        ..
+    } = chain;
 
     if stopping {
         if !cut {
@@ -539,6 +337,405 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
         std::mem::forget(runtime);
     }
     decision
+}
+
+/// What an event obliges the pipeline to do beyond running the guardrails it
+/// matches: each is a stage that runs, or not, for this event.
+#[derive(Debug, Clone, Copy)]
+struct Duties {
+    /// Advance the session's counters: a PreToolUse, while a guardrail reads them.
+    counting: bool,
+    /// Check the call against self-protection: a PreToolUse, while it is on.
+    guarding: bool,
+    /// Put the finished call in the cycle's span: a PostToolUse, while the config
+    /// keeps cycles.
+    recording: bool,
+    /// Let the active contexts leave and settle the cycle: a Stop, while the
+    /// config keeps cycles.
+    stopping: bool,
+}
+
+impl Duties {
+    fn of(kind: EventKind, config: &Config, keeps_session_facts: bool) -> Duties {
+        let cycles = config.keeps_cycles();
+        Duties {
+            counting: keeps_session_facts && kind == EventKind::PreToolUse,
+            guarding: config.protect.enabled && kind == EventKind::PreToolUse,
+            recording: cycles && kind == EventKind::PostToolUse,
+            stopping: cycles && kind == EventKind::Stop,
+        }
+    }
+
+    fn any(self) -> bool {
+        self.guarding || self.besides_guarding()
+    }
+
+    /// A duty that needs the session's state.
+    fn besides_guarding(self) -> bool {
+        self.counting || self.recording || self.stopping
+    }
+}
+
+/// What every guardrail of one event reads: the event, and what was worked out
+/// about it before the first one ran.
+struct Scope<'a> {
+    input: &'a HookInput,
+    config: &'a Config,
+    base_event: &'a wit::Event,
+    turn: Option<&'a transcript::Turn>,
+    turn_id: Option<String>,
+    now: u64,
+    /// The fingerprint of a PreToolUse's input (only it can be sent again after
+    /// a refusal, as an override).
+    input_hash: Option<String>,
+    tool_use_id: Option<&'a str>,
+    stopping: bool,
+    /// The session's state could not be had for this event.
+    state_lost: bool,
+    /// Why the state is kept from sandrail on purpose (its lock held by something
+    /// that is not sandrail at work): the guardrails that need it cannot judge.
+    withheld: Option<String>,
+}
+
+/// One guardrail's call: it, its component, the keyspace it runs with and the
+/// event as it sees it (with its own config).
+struct Call<'a> {
+    guardrail: &'a Guardrail,
+    component: &'a Loaded,
+    keyspace: Keyspace,
+    event: wit::Event,
+}
+
+/// What the guardrails of one event pass along as they run in turn.
+struct Chain {
+    decision: Decision,
+    /// The event's transaction, lent to each guardrail's keyspace in turn.
+    txn: Option<StateTxn>,
+    /// A refusal has cut the chain: later guardrails run only for their flags.
+    cut: bool,
+    /// Why the guardrails still to run have no state, when they have none.
+    unavailable: String,
+    /// Refusals of guardrails without `enforcement`, counted at the end.
+    plain_refusals: Vec<(String, String)>,
+    /// Overrides recorded by escalation, for the trail once committed.
+    overrides: Vec<(String, String, u64)>,
+}
+
+impl Chain {
+    /// Runs one guardrail of the event (or says why it does not run) and applies
+    /// its answer; returns its receipt entry.
+    fn run(
+        &mut self,
+        scope: &Scope,
+        runtime: &Runtime,
+        guardrail: &Guardrail,
+        component: &Loaded,
+        reads_cycle: bool,
+    ) -> GuardrailRun {
+        let gate = scope.config.gate_of(guardrail);
+        let mut run = GuardrailRun {
+            name: guardrail.name.clone(),
+            sha256: Some(component.sha256.clone()),
+            verdict: "skipped".to_owned(),
+            gate,
+            ..GuardrailRun::default()
+        };
+        let context = guardrail.is_context();
+        if let Some(why) = scope.withheld.as_deref()
+            && component.uses_state
+            && !context
+            && !self.cut
+        {
+            // It cannot judge without its state: a failure, under its `on_error`.
+            run.verdict = "failed".to_owned();
+            run.refuses = gated(&mut self.decision, &guardrail.name, gate, |d| {
+                could_not_judge(d, guardrail, Stage::Failed, why, "its state is withheld")
+            });
+            self.cut_if_refused(scope, &run);
+            return run;
+        }
+        // Without the state (the lock timed out, the store is unusable) a context
+        // records nothing; a guardrail that keeps state still judges, its
+        // violations answering at their rule's default level (dotforge: "on
+        // timeout, the hook proceeds using default_level for all behaviors"), and
+        // one that cannot judge without its state fails under its `on_error`.
+        if (context && scope.state_lost) || (self.cut && guardrail.flags.is_empty()) {
+            return run;
+        }
+        if let Some(why) = self.failed_requirement(scope, guardrail) {
+            run.verdict = "deny".to_owned();
+            run.refuses = gated(&mut self.decision, &guardrail.name, gate, |d| {
+                record_verdict(d, &guardrail.name, Judged::from(wit::Verdict::Deny(why)))
+            });
+            self.cut_if_refused(scope, &run);
+            return run;
+        }
+        if self.held_at_stop(scope, guardrail, reads_cycle) {
+            run.verdict = "held".to_owned();
+            return run;
+        }
+        let mut keyspace = Keyspace::new(
+            &guardrail.name,
+            guardrail.requires.clone(),
+            guardrail.limits.state_bytes,
+        )
+        .with_flags(guardrail.flags.clone(), scope.now)
+        .with_cycle(
+            scope.config.required_contexts(guardrail),
+            scope.turn_id.clone(),
+        );
+        match self.txn.take() {
+            Some(t) => keyspace = keyspace.with_txn(t),
+            None => keyspace.set_unavailable(self.unavailable.clone()),
+        }
+        let mut event = scope.base_event.clone();
+        event.config = guardrail.config.to_string();
+        let call = Call {
+            guardrail,
+            component,
+            keyspace,
+            event,
+        };
+        if context {
+            self.observe(scope, runtime, call, run)
+        } else {
+            self.judge(scope, runtime, call, run)
+        }
+    }
+
+    /// An enforced refusal ends the chain, on an event that can be refused.
+    fn cut_if_refused(&mut self, scope: &Scope, run: &GuardrailRun) {
+        if run.refuses && run.gate == Gate::Enforce && protocol::can_refuse(scope.input.kind) {
+            self.cut = true;
+        }
+    }
+
+    /// At a Stop, why this gate refuses without running: a context it requires
+    /// failed during the cycle.
+    fn failed_requirement(&mut self, scope: &Scope, guardrail: &Guardrail) -> Option<String> {
+        let t = self.txn.as_mut().filter(|_| scope.stopping && !self.cut)?;
+        crate::cycle::failed_requirement(t, scope.config, guardrail).unwrap_or_else(|e| {
+            eprintln!(
+                "sandrail: the cycle cannot be read: {e}; '{}' runs as if its contexts had recorded",
+                guardrail.name
+            );
+            None
+        })
+    }
+
+    /// At a Stop, whether this gate is held: a context it requires has not entered
+    /// during the cycle, or nothing happened since the last accepted Stop.
+    fn held_at_stop(&self, scope: &Scope, guardrail: &Guardrail, reads_cycle: bool) -> bool {
+        let Some(t) = self.txn.as_ref().filter(|_| scope.stopping) else {
+            return false;
+        };
+        match crate::cycle::held_at_stop(t, scope.config, guardrail, reads_cycle) {
+            Ok(None) => false,
+            Ok(Some(why)) => {
+                if crate::debug_logging() {
+                    eprintln!("sandrail: [{}] not run at this Stop: {why}", guardrail.name);
+                }
+                true
+            }
+            Err(e) => {
+                eprintln!(
+                    "sandrail: the cycle cannot be read: {e}; '{}' runs as if its contexts had entered",
+                    guardrail.name
+                );
+                false
+            }
+        }
+    }
+
+    /// A context observes the event and records its transition; it never refuses.
+    fn observe(
+        &mut self,
+        scope: &Scope,
+        runtime: &Runtime,
+        call: Call,
+        mut run: GuardrailRun,
+    ) -> GuardrailRun {
+        let Call {
+            guardrail,
+            component,
+            keyspace,
+            event,
+        } = call;
+        let payload = keyspace_context_payload(&keyspace, &guardrail.name);
+        let started = std::time::Instant::now();
+        let outcome = runtime.run_context(
+            component,
+            &guardrail.name,
+            runtime::ContextCall::Observe {
+                event: &event,
+                payload: payload.as_deref(),
+            },
+            keyspace,
+            &guardrail.data,
+            guardrail.limits,
+        );
+        run.us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        run.exceeded = outcome.exceeded.iter().map(|l| (*l).to_owned()).collect();
+        let ok = outcome.result.is_ok();
+        let finished = outcome.keyspace.finish_keeping(ok && !self.cut, ok);
+        let who = format!("context '{}'", guardrail.name);
+        self.take_back(finished, scope.config, &who);
+        run.verdict = match outcome.result {
+            Ok(runtime::ContextAnswer::Transition(transition)) if !self.cut => {
+                transit(&mut self.txn, &guardrail.name, transition, scope.turn)
+            }
+            Ok(_) => "skipped".to_owned(),
+            Err(e) => {
+                // A context never refuses: what it could not record is lost,
+                // and the gates that need it refuse a claim they cannot check.
+                let why = if crate::debug_logging() {
+                    e.to_string()
+                } else {
+                    e.brief()
+                };
+                eprintln!(
+                    "sandrail: context '{}' failed: {why}; it records nothing for this event, and the gates requiring it refuse this cycle's Stop",
+                    guardrail.name
+                );
+                if let Some(t) = self.txn.as_mut()
+                    && let Err(e) =
+                        crate::cycle::record_context_failure(t, &guardrail.name, &e.brief())
+                {
+                    eprintln!(
+                        "sandrail: the failure of context '{}' could not be recorded: {e}",
+                        guardrail.name
+                    );
+                }
+                "failed".to_owned()
+            }
+        };
+        run
+    }
+
+    /// A gate judges the event; its verdict, escalated by its rule's level where
+    /// it has `enforcement`, goes into the decision under its gate mode.
+    fn judge(
+        &mut self,
+        scope: &Scope,
+        runtime: &Runtime,
+        call: Call,
+        mut run: GuardrailRun,
+    ) -> GuardrailRun {
+        let Call {
+            guardrail,
+            component,
+            keyspace,
+            event,
+        } = call;
+        let started = std::time::Instant::now();
+        let outcome = runtime.run(
+            component,
+            &guardrail.name,
+            &event,
+            keyspace,
+            &guardrail.data,
+            guardrail.limits,
+        );
+        run.us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        run.exceeded = outcome.exceeded.iter().map(|l| (*l).to_owned()).collect();
+        let verdict = outcome
+            .result
+            .map_err(Failure::Run)
+            .and_then(|v| check_verdict(v).map_err(Failure::Malformed));
+        let finished = if self.cut {
+            outcome.keyspace.finish_keeping(false, verdict.is_ok())
+        } else {
+            outcome.keyspace.finish(verdict.is_ok())
+        };
+        let who = format!("guardrail '{}'", guardrail.name);
+        self.take_back(finished, scope.config, &who);
+        if self.cut {
+            return run;
+        }
+        let gate = run.gate;
+        match verdict {
+            Ok(verdict) => {
+                match &verdict {
+                    wit::Verdict::Pass => run.verdict = "pass".to_owned(),
+                    wit::Verdict::Note(_) => run.verdict = "note".to_owned(),
+                    wit::Verdict::Deny(_) => run.verdict = "deny".to_owned(),
+                    wit::Verdict::Violation(v) => {
+                        run.verdict = "violation".to_owned();
+                        run.rule = Some(v.rule.clone());
+                    }
+                }
+                let verdict = self.escalated(scope, guardrail, verdict);
+                if let Judged::Escalated { level, .. } = &verdict {
+                    run.level = Some(level.name().to_owned());
+                }
+                run.refuses = gated(&mut self.decision, &guardrail.name, gate, |d| {
+                    record_verdict(d, &guardrail.name, verdict)
+                });
+            }
+            Err(failure) => {
+                run.verdict = "failed".to_owned();
+                run.reason = Some(failure.brief());
+                // One line on stderr; wasmtime's whole account (a trap's
+                // backtrace) only under SANDRAIL_LOG=debug.
+                let why = if crate::debug_logging() {
+                    failure.to_string()
+                } else {
+                    failure.brief()
+                };
+                run.refuses = gated(&mut self.decision, &guardrail.name, gate, |d| {
+                    could_not_judge(d, guardrail, Stage::Failed, &why, &failure.brief())
+                });
+            }
+        }
+        self.cut_if_refused(scope, &run);
+        run
+    }
+
+    /// A violation of a rule with `enforcement` answers at the level its counter
+    /// reached; any other verdict as it is (a refusal noted for counting).
+    fn escalated(&mut self, scope: &Scope, guardrail: &Guardrail, verdict: wit::Verdict) -> Judged {
+        match (verdict, &guardrail.enforcement) {
+            (wit::Verdict::Violation(v), Some(enforcement)) => {
+                let asks = enforcement.soft_block == SoftBlock::Ask;
+                let occurrence = Occurrence {
+                    tool: scope.input.tool_name.as_deref(),
+                    input_hash: scope.input_hash.as_deref(),
+                    now: scope.now,
+                    override_window: scope.config.override_window,
+                    ask_for: scope
+                        .tool_use_id
+                        .filter(|_| asks && scope.input_hash.is_some()),
+                };
+                escalate(
+                    &mut self.txn,
+                    guardrail,
+                    enforcement,
+                    v,
+                    occurrence,
+                    &mut self.overrides,
+                )
+            }
+            (verdict, _) => {
+                if let Some(rule) = refused_rule(&verdict) {
+                    self.plain_refusals.push((guardrail.name.clone(), rule));
+                }
+                Judged::from(verdict)
+            }
+        }
+    }
+
+    /// Takes the event's transaction back from the keyspace `who` ran with (see
+    /// [`take_back`]).
+    fn take_back(
+        &mut self,
+        finished: Result<Option<StateTxn>, StoreError>,
+        config: &Config,
+        who: &str,
+    ) {
+        if let Some(why) = take_back(finished, &mut self.txn, &mut self.decision, config, who) {
+            self.unavailable = why;
+        }
+    }
 }
 
 /// Takes the event's transaction back from the keyspace `who` (a guardrail or a

@@ -363,7 +363,7 @@ fn inherit(
 }
 
 /// A payload that cannot be read: the config's `on_error` decides.
-fn unreadable(why: &str, origin: &Origin) -> Outcome {
+pub fn unreadable(why: &str, origin: &Origin) -> Outcome {
     let project = origin.project.clone().or_else(|| origin.cwd.clone());
     // No session to hold a policy for: the stricter of the files on disk and the
     // project's accepted policy decides.

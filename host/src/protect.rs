@@ -445,19 +445,47 @@ fn registrations(settings: &Value) -> BTreeSet<String> {
     for (event, groups) in hooks {
         for group in groups.as_array().into_iter().flatten() {
             let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or("*");
-            let runs_sandrail = group
+            for hook in group
                 .get("hooks")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(|h| h.get("command").and_then(Value::as_str))
-                .any(runs_sandrail_hook);
-            if runs_sandrail {
-                found.insert(format!("{event}|{matcher}"));
+            {
+                if hook
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .is_some_and(runs_sandrail_hook)
+                {
+                    found.insert(format!("{event}|{matcher}"));
+                }
+                // `sandrail serve` as an http hook, by its URL: moving it elsewhere
+                // drops the registration as surely as deleting it.
+                if let Some(url) = sandrail_server_url(hook) {
+                    found.insert(format!("{event}|{matcher}|{url}"));
+                }
             }
         }
     }
     found
+}
+
+/// The URL of an http hook that reaches `sandrail serve`: one that names its
+/// project in sandrail's header, as the README registers it.
+fn sandrail_server_url(hook: &Value) -> Option<&str> {
+    if hook.get("type").and_then(Value::as_str) != Some("http") {
+        return None;
+    }
+    let names_project = hook
+        .get("headers")
+        .and_then(Value::as_object)
+        .is_some_and(|headers| {
+            headers
+                .keys()
+                .any(|name| name.eq_ignore_ascii_case(crate::serve::PROJECT_HEADER))
+        });
+    names_project
+        .then(|| hook.get("url").and_then(Value::as_str))
+        .flatten()
 }
 
 /// Whether a hook command runs `sandrail hook` (by any path to the binary).
@@ -531,6 +559,27 @@ mod tests {
         }});
         let found: Vec<String> = registrations(&settings).into_iter().collect();
         assert_eq!(found, ["PreToolUse|Bash|Write", "Stop|*"]);
+    }
+
+    #[test]
+    fn a_served_registration_is_event_matcher_and_url() {
+        let served = |url: &str, header: &str| {
+            serde_json::json!({"hooks": {
+                "PreToolUse": [{"matcher": "*", "hooks": [{"type": "http", "url": url,
+                    "headers": {header: "$CLAUDE_PROJECT_DIR"}, "allowedEnvVars": ["CLAUDE_PROJECT_DIR"]}]}],
+                "Stop": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:8787/other"}]}]
+            }})
+        };
+        let found: Vec<String> =
+            registrations(&served("http://127.0.0.1:8787/", "X-Sandrail-Project-Dir"))
+                .into_iter()
+                .collect();
+        assert_eq!(found, ["PreToolUse|*|http://127.0.0.1:8787/"]);
+        // Moved to another port, it is another registration: the first is dropped.
+        assert!(
+            !registrations(&served("http://127.0.0.1:9/", "x-sandrail-project-dir"))
+                .contains("PreToolUse|*|http://127.0.0.1:8787/")
+        );
     }
 
     #[test]

@@ -8,17 +8,20 @@
 //! serialises the events of one session and lets sessions run in parallel, and
 //! `sandrail hook` processes on the same state directory take the same locks.
 //! A refusal is a 200 carrying the harness's JSON decision, because Claude Code
-//! takes a non-2xx answer as a non-blocking error. A payload that cannot be read
-//! is refused under the config's `on_error = "deny"` (a 200 blocking decision),
-//! and answered 400 otherwise; a body over the payload limit is 413, a method
+//! takes a non-2xx answer as a non-blocking error. A payload that cannot be read,
+//! or is over the payload limit, is refused under the config's `on_error =
+//! "deny"` (a 200 blocking decision), and answered 400 (413) otherwise; a method
 //! other than POST 405, another path 404.
 //!
-//! SIGINT and SIGTERM stop the listeners, let every request in flight finish
-//! (its event committed and answered), then end the process.
+//! A client has 10 s to send its request head and 10 s more for its body; at
+//! most 256 connections are open at once. SIGINT and SIGTERM close the listeners
+//! (and remove the socket file) at once, let every request in flight finish (its
+//! event committed and answered) within 30 s, then end the process.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -42,8 +45,18 @@ pub const PROJECT_HEADER: &str = "x-sandrail-project-dir";
 /// The paths a payload may be POSTed to.
 const HOOK_PATHS: [&str; 2] = ["/", "/hook"];
 
-/// How long a client has to send its request head.
+/// How long a client has to send its request head, and then its body: a stalled
+/// client is dropped rather than holding a connection and its buffer.
 const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The most connections open at once; past it, new ones wait in the listen
+/// queue. With the payload limit, this bounds what bodies being read can hold.
+const MAX_CONNECTIONS: usize = 256;
+
+/// How long shutdown waits for the requests in flight (each event is bounded by
+/// its guardrails' deadlines and the lock timeout well within it).
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The most events judged at once; more wait for a thread.
 const MAX_EVENTS_AT_ONCE: usize = 64;
@@ -124,10 +137,7 @@ pub fn serve(
             places.push(format!("unix:{}", path.display()));
         }
         ready(&places);
-        accept_until_signalled(tcp, unix, engine).await;
-        if let Some(path) = &listen.socket {
-            let _ = std::fs::remove_file(path);
-        }
+        accept_until_signalled(tcp, unix, listen.socket.as_deref(), engine).await;
         Ok(())
     })
 }
@@ -168,23 +178,46 @@ fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
 async fn accept_until_signalled(
     tcp: Option<tokio::net::TcpListener>,
     unix: Option<tokio::net::UnixListener>,
+    socket: Option<&Path>,
     engine: &'static Engine,
 ) {
     let graceful = GracefulShutdown::new();
+    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut shutdown = std::pin::pin!(signalled());
     loop {
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            permit = Arc::clone(&open).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
         let accepted = tokio::select! {
             () = &mut shutdown => break,
             Some(stream) = accept_tcp(tcp.as_ref()) => Connection::Tcp(stream),
             Some(stream) = accept_unix(unix.as_ref()) => Connection::Unix(stream),
         };
         match accepted {
-            Connection::Tcp(stream) => serve_connection(&graceful, stream, engine),
-            Connection::Unix(stream) => serve_connection(&graceful, stream, engine),
+            Connection::Tcp(stream) => serve_connection(&graceful, stream, engine, permit),
+            Connection::Unix(stream) => serve_connection(&graceful, stream, engine, permit),
         }
     }
+    // No new connection from here on: a client is refused at once, not queued.
+    drop(tcp);
+    drop(unix);
+    if let Some(path) = socket {
+        let _ = std::fs::remove_file(path);
+    }
     eprintln!("sandrail: shutting down: finishing the events in flight");
-    graceful.shutdown().await;
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "sandrail: connections still open after {} s are dropped",
+            SHUTDOWN_GRACE.as_secs()
+        );
+    }
 }
 
 enum Connection {
@@ -222,8 +255,12 @@ async fn accept_failed(e: &std::io::Error) {
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
 }
 
-fn serve_connection<S>(graceful: &GracefulShutdown, stream: S, engine: &'static Engine)
-where
+fn serve_connection<S>(
+    graceful: &GracefulShutdown,
+    stream: S,
+    engine: &'static Engine,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = service_fn(move |request| answer(request, engine));
@@ -240,6 +277,7 @@ where
         {
             eprintln!("sandrail: a connection ended: {e}");
         }
+        drop(permit);
     });
 }
 
@@ -290,21 +328,36 @@ async fn answer(
         .and_then(|value| value.to_str().ok())
         .filter(|value| !value.is_empty())
         .map(PathBuf::from);
-    let body = match Limited::new(request.into_body(), MAX_PAYLOAD_BYTES)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return Ok(plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &format!("the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes"),
-            ));
+    let body = Limited::new(request.into_body(), MAX_PAYLOAD_BYTES).collect();
+    let body = match tokio::time::timeout(BODY_READ_TIMEOUT, body).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            // As `sandrail hook` takes an oversize payload: `on_error` decides.
+            let why = format!("the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes");
+            let origin = Origin { project, cwd: None };
+            let outcome =
+                tokio::task::spawn_blocking(move || hook::unreadable(&why, &origin)).await;
+            return Ok(match outcome {
+                Ok(outcome) if outcome.block.is_some() => respond(outcome),
+                _ => plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes"),
+                ),
+            });
         }
-        Err(e) => {
+        Ok(Err(e)) => {
             return Ok(plain(
                 StatusCode::BAD_REQUEST,
                 &format!("the request body could not be read: {e}"),
+            ));
+        }
+        Err(_) => {
+            return Ok(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "the request body did not arrive within {} s",
+                    BODY_READ_TIMEOUT.as_secs()
+                ),
             ));
         }
     };

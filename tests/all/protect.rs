@@ -360,6 +360,51 @@ fn config_change_cannot_switch_sandrails_hooks_off() {
     assert_eq!(blocked(&config_change(&project, json!({}))), None);
 }
 
+/// Registered as an http hook (`sandrail serve`), sandrail's registration is its
+/// event, matcher and URL: dropping it, narrowing it or pointing it at another
+/// server is refused like dropping the command hook.
+#[test]
+fn config_change_cannot_switch_a_served_registration_off() {
+    let project = Project::new();
+    let settings = project.dir().join(".claude/settings.json");
+    let served = |url: &str, matcher: &str| {
+        json!({"hooks": {"PreToolUse": [{"matcher": matcher, "hooks": [{
+            "type": "http", "url": url,
+            "headers": {"X-Sandrail-Project-Dir": "$CLAUDE_PROJECT_DIR"},
+            "allowedEnvVars": ["CLAUDE_PROJECT_DIR"]}]}]}})
+    };
+    put(
+        &settings,
+        &served("http://127.0.0.1:8787/", "*").to_string(),
+    );
+    project.hook(&payload(
+        "SessionStart",
+        "sess-cc",
+        json!({"cwd": project.dir(), "source": "startup"}),
+    ));
+    let same = served("http://127.0.0.1:8787/", "*");
+    let run = config_change(&project, json!({}));
+    assert_eq!(blocked(&run), None, "{}", run.stdout());
+    for (weaker, what) in [
+        (json!({"hooks": {}}), "dropped"),
+        (
+            served("http://127.0.0.1:9/", "*"),
+            "moved to another server",
+        ),
+        (served("http://127.0.0.1:8787/", "Read"), "narrowed"),
+    ] {
+        put(&settings, &weaker.to_string());
+        let reason = blocked(&config_change(&project, json!({})))
+            .unwrap_or_else(|| panic!("{what}: not refused"));
+        assert!(
+            reason.contains("PreToolUse|*|http://127.0.0.1:8787/"),
+            "{what}: {reason}"
+        );
+    }
+    put(&settings, &same.to_string());
+    assert_eq!(blocked(&config_change(&project, json!({}))), None);
+}
+
 /// A ConfigChange the agent forges (`sandrail hook` on a payload of its own,
 /// past the shell analysis) cannot lower what sandrail remembers of the hook
 /// settings: an empty `previous_config` claims nothing was registered, and the

@@ -331,6 +331,11 @@ fn bad_requests_are_refused_with_their_status() {
     assert_eq!(server.post(&project, &bash("s1", "ls")).status, 200);
 
     project.reconfigure(&format!("[settings]\non_error = \"deny\"\n{CONFIG}"));
+    // Over the limit is unreadable too: under deny, refused with a 200 decision
+    // as `sandrail hook` refuses it (a 413 would let the call through).
+    let too_big = server.post(&project, &oversize);
+    assert_eq!(too_big.status, 200, "{too_big:?}");
+    assert_eq!(too_big.json()["decision"], "block", "{too_big:?}");
     let refused = server.post(&project, b"not json at all");
     assert_eq!(refused.status, 200, "{refused:?}");
     assert_eq!(refused.json()["decision"], "block", "{refused:?}");
@@ -391,4 +396,42 @@ fn shutdown_finishes_the_events_in_flight() {
 /// The session's `tool_calls` counter as `sandrail facts` reads it.
 fn tool_calls(project: &Project, session: &str) -> Value {
     project.session_facts(session)["session"]["tool_calls"].clone()
+}
+
+/// A client that stalls in its body is answered 408 once its time is up, and does
+/// not keep a shutdown waiting: the socket is gone and new connections refused at
+/// once, and the process exits once the stalled request is answered.
+#[test]
+fn a_stalled_client_is_dropped_and_does_not_hold_the_shutdown() {
+    let project = Project::new();
+    project.config(CONFIG);
+    let server = Server::start(&project);
+    let socket = server.socket.clone();
+    let tcp = server.tcp.clone();
+    let mut stalled = std::net::TcpStream::connect(&tcp).expect("connect");
+    stalled
+        .write_all(b"POST / HTTP/1.1\r\nHost: s\r\nContent-Length: 1000\r\n\r\n{")
+        .expect("a head and the start of a body");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let stopping = std::thread::spawn(move || server.stop());
+    // The listeners close at once.
+    while socket.exists() && started.elapsed() < std::time::Duration::from_secs(2) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!socket.exists(), "the socket is removed before the wait");
+    assert!(
+        std::os::unix::net::UnixStream::connect(&socket).is_err(),
+        "a new client is refused, not queued"
+    );
+    let mut answer = String::new();
+    let _ = stalled.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    let (status, stderr) = stopping.join().expect("stopped");
+    assert!(status.success(), "{status:?} {stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
 }

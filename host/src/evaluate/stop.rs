@@ -3,7 +3,6 @@
 //! counted and, past `max_refused_stops` in a row, let through.
 
 use super::*;
-use crate::runtime::Runtime;
 
 /// At an unrefused Stop, each active context's `leave` runs: one that lets go
 /// becomes inactive; one that holds refuses the Stop and stays active; one that
