@@ -8,7 +8,8 @@
 //! - `sandrail hook` on a PreToolUse Write, which the default's stateful
 //!   session-budget counts: the cost of a state transaction and its commit;
 //! - the same two payloads POSTed to a running `sandrail serve` on a fresh
-//!   connection each, the client's time included.
+//!   connection each, the client's time included; and `sandrail hook` forwarding
+//!   the Bash payload to it over its Unix socket (`SANDRAIL_SERVE_SOCKET`).
 //!
 //! - a force push refused by no-destructive-git with an escalation ladder: the
 //!   cost of counting a violation in the session's state;
@@ -82,6 +83,7 @@ fn main() {
     let mut floor = Vec::with_capacity(runs);
     let mut warm = Vec::with_capacity(runs);
     let mut served = Vec::with_capacity(runs);
+    let mut forwarded = Vec::with_capacity(runs);
     let mut cold = Vec::with_capacity(cold_runs);
     let mut stateful = Vec::with_capacity(runs);
     let mut served_write = Vec::with_capacity(runs);
@@ -91,6 +93,19 @@ fn main() {
         floor.push(spawn("/bin/true", &payload, dir, &warm_cache).0);
         warm.push(spawn(SANDRAIL, &payload, dir, &warm_cache).0);
         served.push(server.post(&payload));
+        forwarded.push(
+            spawn_sub(
+                SANDRAIL,
+                "hook",
+                &payload,
+                dir,
+                &warm_cache,
+                &dir.join("state"),
+                &dir.join("project"),
+                Some(&dir.join("serve.sock")),
+            )
+            .0,
+        );
     }
     for i in 0..runs {
         stateful.push(spawn(SANDRAIL, &write_payload, dir, &warm_cache).0);
@@ -107,6 +122,7 @@ fn main() {
     let cold = Stats::of(cold);
     let stateful = Stats::of(stateful);
     let served = Stats::of(served);
+    let forwarded = Stats::of(forwarded);
     let served_write = Stats::of(served_write);
     drop(server);
     println!("sandrail hook latency, whole process, PreToolUse Bash, embedded default");
@@ -127,6 +143,7 @@ fn main() {
         ("sandrail hook, cold cache", &cold),
         ("Write, state committed", &stateful),
         ("serve: POST Bash, client in", &served),
+        ("hook forwarding to serve", &forwarded),
         ("serve: POST Write, committed", &served_write),
     ] {
         row(name, s, &floor);
@@ -238,6 +255,7 @@ fn main() {
                     &warm_cache,
                     &state,
                     &project,
+                    None,
                 )
                 .0
             })
@@ -254,6 +272,7 @@ fn main() {
                     &warm_cache,
                     &state,
                     &project,
+                    None,
                 )
                 .0
             })
@@ -593,7 +612,8 @@ struct Server {
 impl Server {
     fn start(dir: &Path, cache: &Path, state: &Path) -> Server {
         let mut child = Command::new(SANDRAIL)
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--listen", "127.0.0.1:0", "--socket"])
+            .arg(dir.join("serve.sock"))
             .current_dir(dir)
             .env("SANDRAIL_STATE_DIR", state)
             .env("SANDRAIL_CACHE_DIR", cache)
@@ -663,10 +683,12 @@ fn spawn_in(
     state: &Path,
     project: &Path,
 ) -> (Duration, bool) {
-    spawn_sub(program, "hook", payload, dir, cache, state, project)
+    spawn_sub(program, "hook", payload, dir, cache, state, project, None)
 }
 
-/// Runs `program SUBCOMMAND` (the subcommand only for sandrail).
+/// Runs `program SUBCOMMAND` (the subcommand only for sandrail), forwarding to
+/// the server on `socket` when given.
+#[allow(clippy::too_many_arguments)]
 fn spawn_sub(
     program: &str,
     subcommand: &str,
@@ -675,12 +697,17 @@ fn spawn_sub(
     cache: &Path,
     state: &Path,
     project: &Path,
+    socket: Option<&Path>,
 ) -> (Duration, bool) {
     let started = Instant::now();
     let mut child = Command::new(program);
     if program == SANDRAIL {
         child.arg(subcommand);
     }
+    match socket {
+        Some(socket) => child.env("SANDRAIL_SERVE_SOCKET", socket),
+        None => child.env_remove("SANDRAIL_SERVE_SOCKET"),
+    };
     let mut child = child
         .current_dir(dir)
         .env("SANDRAIL_STATE_DIR", state)

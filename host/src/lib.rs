@@ -36,6 +36,7 @@ pub mod evaluate;
 pub mod event;
 pub mod facts;
 pub mod files;
+pub mod forward;
 pub mod guest_text;
 pub mod holders;
 pub mod hook;

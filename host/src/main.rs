@@ -187,12 +187,19 @@ fn main() -> ExitCode {
 
 /// Judges the event on stdin and prints the answer, then exits.
 fn hook() -> ExitCode {
-    sandrail::runtime::leave_teardown_to_exit();
-    let outcome = hook::run(
-        std::io::stdin().lock(),
-        &hook::Origin::of_this_process(),
-        &sandrail::engine::Engine::one_shot(),
-    );
+    let origin = hook::Origin::of_this_process();
+    let outcome = match sandrail::forward::Forwarding::from_env() {
+        // A server is configured: it judges, and this process loads no engine.
+        Some(forwarding) => sandrail::forward::run(&forwarding, std::io::stdin().lock(), &origin),
+        None => {
+            sandrail::runtime::leave_teardown_to_exit();
+            hook::run(
+                std::io::stdin().lock(),
+                &origin,
+                &sandrail::engine::Engine::one_shot(),
+            )
+        }
+    };
     if let Some(answer) = outcome.answer {
         let mut stdout = std::io::stdout().lock();
         // One write of a complete answer; a closed pipe loses nothing we could save.

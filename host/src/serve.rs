@@ -381,8 +381,14 @@ fn respond(outcome: Outcome) -> Response<Full<Bytes>> {
         return json(answer);
     }
     if let Some(reason) = outcome.block {
-        // What a command hook says by exiting 2, an http hook says in JSON.
-        return json(serde_json::json!({"decision": "block", "reason": reason}).to_string());
+        // What a command hook says by exiting 2, an http hook says in JSON; the
+        // header lets a forwarding hook exit 2 as the one-shot hook would.
+        let mut response =
+            json(serde_json::json!({"decision": "block", "reason": reason}).to_string());
+        response
+            .headers_mut()
+            .insert(crate::forward::BLOCK_HEADER, HeaderValue::from_static("1"));
+        return response;
     }
     if let Some(why) = outcome.unreadable {
         return plain(StatusCode::BAD_REQUEST, &why);

@@ -435,3 +435,75 @@ fn a_stalled_client_is_dropped_and_does_not_hold_the_shutdown() {
         started.elapsed()
     );
 }
+
+/// `sandrail hook` with `SANDRAIL_SERVE_SOCKET` hands the event to the server and
+/// prints its answer; with no server there it judges the event itself, unless
+/// `SANDRAIL_SERVE_REQUIRED=1`, when it refuses (exit 2, the reason on stderr).
+#[test]
+fn the_hook_forwards_to_the_server_and_falls_back_or_refuses() {
+    let project = Project::new();
+    project.config(CONFIG);
+    let server = Server::start(&project);
+    // The hook keeps its state elsewhere: whoever judged left the receipt.
+    let own_state = project.root.path().join("hook-state");
+    let forwarding = |socket: &Path, required: bool| {
+        let mut cmd = project.cmd();
+        cmd.env("SANDRAIL_STATE_DIR", &own_state)
+            .env("SANDRAIL_SERVE_SOCKET", socket);
+        if required {
+            cmd.env("SANDRAIL_SERVE_REQUIRED", "1");
+        }
+        cmd
+    };
+    let push = bash("s1", "git push --force origin main");
+    let forwarded = project.hook_with(forwarding(&server.socket, false), &push);
+    assert_eq!(
+        forwarded.answer(),
+        hook_json(&project, &bash("s2", "git push --force origin main"))
+    );
+    assert!(forwarded.stderr().is_empty(), "{}", forwarded.stderr());
+    assert!(
+        !own_state.join("receipts.jsonl").exists(),
+        "judged by the server"
+    );
+    // An unreadable payload under on_error = "deny" exits 2, as the hook does.
+    project.reconfigure(&format!("[settings]\non_error = \"deny\"\n{CONFIG}"));
+    let blocked = project.hook_with(forwarding(&server.socket, false), b"not json");
+    assert_eq!(blocked.code(), Some(2), "{}", blocked.stderr());
+    assert!(
+        blocked.stderr().contains("not valid JSON"),
+        "{}",
+        blocked.stderr()
+    );
+    project.reconfigure(CONFIG);
+
+    let socket = server.socket.clone();
+    let (status, _) = server.stop();
+    assert!(status.success());
+    // Nothing answers: judged here, and said so.
+    let fallback = project.hook_with(forwarding(&socket, false), &push);
+    assert!(
+        fallback.stderr().contains("cannot reach sandrail serve")
+            && fallback.stderr().contains("judged here instead"),
+        "{}",
+        fallback.stderr()
+    );
+    assert!(
+        fallback.answer().to_string().contains("[git/force-push]"),
+        "{}",
+        fallback.stdout()
+    );
+    assert!(
+        own_state.join("receipts.jsonl").exists(),
+        "judged by the hook"
+    );
+    // Required: refused, not judged.
+    let required = project.hook_with(forwarding(&socket, true), &bash("s3", "ls"));
+    assert_eq!(required.code(), Some(2), "{}", required.stderr());
+    assert!(required.stdout().trim().is_empty());
+    assert!(
+        required.stderr().contains("the server is required"),
+        "{}",
+        required.stderr()
+    );
+}

@@ -1,0 +1,243 @@
+//! The forwarding hook: `sandrail hook` with `SANDRAIL_SERVE_SOCKET` set hands the
+//! payload to the `sandrail serve` listening on that Unix socket and relays its
+//! answer, loading no engine of its own. When nothing answers there, the hook
+//! judges the event itself, unless `SANDRAIL_SERVE_REQUIRED=1` says the server is
+//! required, in which case the event is refused: failing open is the
+//! configuration's choice, never the side effect of a server that is down.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::engine::Engine;
+use crate::hook::{Origin, Outcome};
+
+/// The socket of the server to forward to.
+pub const SOCKET_VAR: &str = "SANDRAIL_SERVE_SOCKET";
+/// `1`: an unreachable server refuses the event instead of judging it locally.
+pub const REQUIRED_VAR: &str = "SANDRAIL_SERVE_REQUIRED";
+/// The header with which the server says "refuse without an answer" (what the
+/// one-shot hook says by exiting 2): its value is the reason.
+pub const BLOCK_HEADER: &str = "x-sandrail-block";
+
+/// How long to wait for the server to take the connection, and for its answer
+/// (an event's guardrails have their own, shorter, deadlines).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+/// The largest answer read.
+const MAX_ANSWER_BYTES: u64 = 1 << 20;
+
+/// Where to forward, from the hook's environment.
+pub struct Forwarding {
+    pub socket: PathBuf,
+    pub required: bool,
+}
+
+impl Forwarding {
+    pub fn from_env() -> Option<Forwarding> {
+        let socket = std::env::var_os(SOCKET_VAR).filter(|s| !s.is_empty())?;
+        Some(Forwarding {
+            socket: PathBuf::from(socket),
+            required: std::env::var(REQUIRED_VAR).is_ok_and(|v| v == "1"),
+        })
+    }
+}
+
+/// What the server answered.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Relayed {
+    /// The harness's JSON, or nothing to say.
+    Answer(Option<String>),
+    /// Refuse without an answer, for this reason.
+    Block(String),
+    /// The payload could not be read and the config lets the event proceed.
+    Unreadable(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error("cannot reach sandrail serve at {socket}: {source}")]
+    Connect {
+        socket: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("sandrail serve at {socket} did not answer: {source}")]
+    Exchange {
+        socket: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("sandrail serve at {socket} answered {status}: {body}")]
+    Status {
+        socket: PathBuf,
+        status: u16,
+        body: String,
+    },
+    #[error("sandrail serve at {socket} answered something that is not HTTP")]
+    Garbled { socket: PathBuf },
+}
+
+/// Judges the payload on `stdin` through the server, or here when it cannot be
+/// reached and is not required. Every problem is said on stderr.
+pub fn run(forwarding: &Forwarding, stdin: impl Read, origin: &Origin) -> Outcome {
+    let mut payload = Vec::new();
+    let limit = crate::protocol::MAX_PAYLOAD_BYTES as u64 + 1;
+    if let Err(e) = stdin.take(limit).read_to_end(&mut payload) {
+        return crate::hook::unreadable(&format!("cannot read the hook payload: {e}"), origin);
+    }
+    match forward(&forwarding.socket, &payload, origin.project.as_deref()) {
+        Ok(Relayed::Answer(answer)) => Outcome {
+            answer,
+            ..Outcome::default()
+        },
+        Ok(Relayed::Block(reason)) => {
+            eprintln!("{reason}");
+            Outcome {
+                block: Some(reason),
+                ..Outcome::default()
+            }
+        }
+        Ok(Relayed::Unreadable(why)) => {
+            eprintln!("{why}");
+            Outcome {
+                unreadable: Some(why),
+                ..Outcome::default()
+            }
+        }
+        Err(e) if forwarding.required => {
+            let reason = format!(
+                "sandrail: {e}; the event is refused, because the server is required ({REQUIRED_VAR}=1)"
+            );
+            eprintln!("{reason}");
+            Outcome {
+                block: Some(reason),
+                ..Outcome::default()
+            }
+        }
+        Err(e) => {
+            eprintln!("sandrail: {e}; the event is judged here instead");
+            crate::runtime::leave_teardown_to_exit();
+            crate::hook::run(&payload[..], origin, &Engine::one_shot())
+        }
+    }
+}
+
+/// Sends `payload` to the server and reads its answer.
+pub fn forward(
+    socket: &Path,
+    payload: &[u8],
+    project: Option<&Path>,
+) -> Result<Relayed, ForwardError> {
+    let connect = |source| ForwardError::Connect {
+        socket: socket.to_owned(),
+        source,
+    };
+    let exchange = |source| ForwardError::Exchange {
+        socket: socket.to_owned(),
+        source,
+    };
+    let mut stream = UnixStream::connect(socket).map_err(connect)?;
+    stream
+        .set_write_timeout(Some(CONNECT_TIMEOUT))
+        .and_then(|()| stream.set_read_timeout(Some(ANSWER_TIMEOUT)))
+        .map_err(exchange)?;
+    let mut head = format!(
+        "POST /hook HTTP/1.1\r\nHost: sandrail\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        payload.len()
+    );
+    if let Some(project) = project.and_then(Path::to_str) {
+        head.push_str(&format!("{}: {project}\r\n", crate::serve::PROJECT_HEADER));
+    }
+    head.push_str("\r\n");
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(payload))
+        .map_err(exchange)?;
+    let mut raw = Vec::new();
+    stream
+        .take(MAX_ANSWER_BYTES)
+        .read_to_end(&mut raw)
+        .map_err(exchange)?;
+    parse(socket, &raw)
+}
+
+/// The status, the block header and the body of an HTTP/1.1 answer read to its
+/// end (the server closes the connection after it).
+fn parse(socket: &Path, raw: &[u8]) -> Result<Relayed, ForwardError> {
+    let garbled = || ForwardError::Garbled {
+        socket: socket.to_owned(),
+    };
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(garbled)?;
+    let head = std::str::from_utf8(&raw[..split]).map_err(|_| garbled())?;
+    let body = String::from_utf8_lossy(&raw[split + 4..]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(garbled)?;
+    let blocked = lines.any(|line| {
+        line.split_once(':')
+            .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case(BLOCK_HEADER))
+    });
+    match status {
+        200 if blocked => Ok(Relayed::Block(block_reason(&body))),
+        200 => Ok(Relayed::Answer(
+            Some(body.trim().to_owned()).filter(|b| !b.is_empty()),
+        )),
+        400 | 413 => Ok(Relayed::Unreadable(body.trim().to_owned())),
+        status => Err(ForwardError::Status {
+            socket: socket.to_owned(),
+            status,
+            body: crate::guest_text::one_line(&body, 300),
+        }),
+    }
+}
+
+/// The reason in the server's blocking decision.
+fn block_reason(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("reason").and_then(|r| r.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| body.trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(raw: &str) -> Result<Relayed, ForwardError> {
+        parse(Path::new("/s"), raw.as_bytes())
+    }
+
+    #[test]
+    fn answers_are_relayed_by_status() {
+        assert_eq!(
+            parsed("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}").ok(),
+            Some(Relayed::Answer(Some("{}".into())))
+        );
+        assert_eq!(
+            parsed("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").ok(),
+            Some(Relayed::Answer(None))
+        );
+        assert_eq!(
+            parsed("HTTP/1.1 200 OK\r\nX-Sandrail-Block: 1\r\n\r\n{\"decision\":\"block\",\"reason\":\"why\"}").ok(),
+            Some(Relayed::Block("why".into()))
+        );
+        assert_eq!(
+            parsed("HTTP/1.1 400 Bad Request\r\n\r\nsandrail: bad\n").ok(),
+            Some(Relayed::Unreadable("sandrail: bad".into()))
+        );
+        assert!(matches!(
+            parsed("HTTP/1.1 500 Oops\r\n\r\nx"),
+            Err(ForwardError::Status { status: 500, .. })
+        ));
+        assert!(matches!(
+            parsed("garbage"),
+            Err(ForwardError::Garbled { .. })
+        ));
+    }
+}
