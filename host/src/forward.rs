@@ -21,10 +21,11 @@ pub const REQUIRED_VAR: &str = "SANDRAIL_SERVE_REQUIRED";
 /// one-shot hook says by exiting 2): its value is the reason.
 pub const BLOCK_HEADER: &str = "x-sandrail-block";
 
-/// How long to wait for the server to take the connection, and for its answer
-/// (an event's guardrails have their own, shorter, deadlines).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the whole exchange may take, from connecting to the answer's end.
+/// An event's guardrails and its session lock have their own, shorter,
+/// deadlines; past this the server is taken as unreachable. The harness's hook
+/// timeout must be longer (Claude Code's default, 600 s, is).
+pub const DEADLINE: Duration = Duration::from_secs(30);
 /// The largest answer read.
 const MAX_ANSWER_BYTES: u64 = 1 << 20;
 
@@ -73,8 +74,10 @@ pub enum ForwardError {
         status: u16,
         body: String,
     },
-    #[error("sandrail serve at {socket} answered something that is not HTTP")]
+    #[error("sandrail serve at {socket} answered something that is not its answer")]
     Garbled { socket: PathBuf },
+    #[error("sandrail serve at {} did not answer within {} s", .0.display(), DEADLINE.as_secs())]
+    Deadline(PathBuf),
 }
 
 /// Judges the payload on `stdin` through the server, or here when it cannot be
@@ -85,7 +88,7 @@ pub fn run(forwarding: &Forwarding, stdin: impl Read, origin: &Origin) -> Outcom
     if let Err(e) = stdin.take(limit).read_to_end(&mut payload) {
         return crate::hook::unreadable(&format!("cannot read the hook payload: {e}"), origin);
     }
-    match forward(&forwarding.socket, &payload, origin.project.as_deref()) {
+    match forward(&forwarding.socket, &payload, origin) {
         Ok(Relayed::Answer(answer)) => Outcome {
             answer,
             ..Outcome::default()
@@ -122,12 +125,31 @@ pub fn run(forwarding: &Forwarding, stdin: impl Read, origin: &Origin) -> Outcom
     }
 }
 
-/// Sends `payload` to the server and reads its answer.
-pub fn forward(
-    socket: &Path,
-    payload: &[u8],
-    project: Option<&Path>,
-) -> Result<Relayed, ForwardError> {
+/// Sends `payload` to the server and reads its answer, all within [`DEADLINE`]:
+/// a server that is stopped, or something at its socket that never answers,
+/// cannot hold the hook past it.
+pub fn forward(socket: &Path, payload: &[u8], origin: &Origin) -> Result<Relayed, ForwardError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (path, bytes, from) = (socket.to_owned(), payload.to_vec(), origin.clone());
+    std::thread::spawn(move || {
+        let _ = tx.send(exchange(&path, &bytes, &from));
+    });
+    rx.recv_timeout(DEADLINE)
+        .unwrap_or_else(|_| Err(ForwardError::Deadline(socket.to_owned())))
+}
+
+/// A header value for a path: percent-encoded, so any bytes a path may hold
+/// travel, and none can end the header.
+fn encoded(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    percent_encoding::percent_encode(
+        path.as_os_str().as_bytes(),
+        percent_encoding::NON_ALPHANUMERIC,
+    )
+    .to_string()
+}
+
+fn exchange(socket: &Path, payload: &[u8], origin: &Origin) -> Result<Relayed, ForwardError> {
     let connect = |source| ForwardError::Connect {
         socket: socket.to_owned(),
         source,
@@ -137,16 +159,17 @@ pub fn forward(
         source,
     };
     let mut stream = UnixStream::connect(socket).map_err(connect)?;
-    stream
-        .set_write_timeout(Some(CONNECT_TIMEOUT))
-        .and_then(|()| stream.set_read_timeout(Some(ANSWER_TIMEOUT)))
-        .map_err(exchange)?;
     let mut head = format!(
         "POST /hook HTTP/1.1\r\nHost: sandrail\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
         payload.len()
     );
-    if let Some(project) = project.and_then(Path::to_str) {
-        head.push_str(&format!("{}: {project}\r\n", crate::serve::PROJECT_HEADER));
+    for (name, path) in [
+        (crate::serve::PROJECT_ENCODED_HEADER, &origin.project),
+        (crate::serve::CWD_ENCODED_HEADER, &origin.cwd),
+    ] {
+        if let Some(path) = path {
+            head.push_str(&format!("{name}: {}\r\n", encoded(path)));
+        }
     }
     head.push_str("\r\n");
     stream
@@ -179,20 +202,28 @@ fn parse(socket: &Path, raw: &[u8]) -> Result<Relayed, ForwardError> {
         .and_then(|line| line.split_whitespace().nth(1))
         .and_then(|code| code.parse().ok())
         .ok_or_else(garbled)?;
-    let blocked = lines.any(|line| {
-        line.split_once(':')
-            .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case(BLOCK_HEADER))
-    });
+    let names: Vec<&str> = lines
+        .filter_map(|line| line.split_once(':').map(|(name, _)| name.trim()))
+        .collect();
+    let has = |header: &str| names.iter().any(|n| n.eq_ignore_ascii_case(header));
+    let body = body.trim();
+    // What is printed must be what sandrail answers: nothing, or one JSON object.
+    let answer_is_json = body.is_empty()
+        || serde_json::from_str::<serde_json::Value>(body).is_ok_and(|v| v.is_object());
     match status {
-        200 if blocked => Ok(Relayed::Block(block_reason(&body))),
-        200 => Ok(Relayed::Answer(
-            Some(body.trim().to_owned()).filter(|b| !b.is_empty()),
+        200 if has(BLOCK_HEADER) => Ok(Relayed::Block(block_reason(body))),
+        200 if answer_is_json => Ok(Relayed::Answer(
+            Some(body.to_owned()).filter(|b| !b.is_empty()),
         )),
-        400 | 413 => Ok(Relayed::Unreadable(body.trim().to_owned())),
+        200 => Err(garbled()),
+        // Only the server's own "unreadable, and the config lets it pass".
+        400 | 413 if has(crate::serve::UNREADABLE_HEADER) => {
+            Ok(Relayed::Unreadable(body.to_owned()))
+        }
         status => Err(ForwardError::Status {
             socket: socket.to_owned(),
             status,
-            body: crate::guest_text::one_line(&body, 300),
+            body: crate::guest_text::one_line(body, 300),
         }),
     }
 }
@@ -228,9 +259,20 @@ mod tests {
             Some(Relayed::Block("why".into()))
         );
         assert_eq!(
-            parsed("HTTP/1.1 400 Bad Request\r\n\r\nsandrail: bad\n").ok(),
+            parsed("HTTP/1.1 400 Bad Request\r\nX-Sandrail-Unreadable: 1\r\n\r\nsandrail: bad\n")
+                .ok(),
             Some(Relayed::Unreadable("sandrail: bad".into()))
         );
+        // Another 400 (a protocol error, a foreign listener) is no answer.
+        assert!(matches!(
+            parsed("HTTP/1.1 400 Bad Request\r\n\r\n"),
+            Err(ForwardError::Status { status: 400, .. })
+        ));
+        // A 200 that is not one JSON object is not printed.
+        assert!(matches!(
+            parsed("HTTP/1.1 200 OK\r\n\r\n{}\r\nX-Sandrail-Block: 1"),
+            Err(ForwardError::Garbled { .. })
+        ));
         assert!(matches!(
             parsed("HTTP/1.1 500 Oops\r\n\r\nx"),
             Err(ForwardError::Status { status: 500, .. })

@@ -42,6 +42,12 @@ use crate::protocol::MAX_PAYLOAD_BYTES;
 /// Without it, the payload's `cwd` is the project.
 pub const PROJECT_HEADER: &str = "x-sandrail-project-dir";
 
+/// The forwarding hook's project and working directory, percent-encoded.
+pub const PROJECT_ENCODED_HEADER: &str = "x-sandrail-project-dir-encoded";
+pub const CWD_ENCODED_HEADER: &str = "x-sandrail-cwd-encoded";
+/// Marks a 400/413 as "the payload cannot be read, and the config lets it pass".
+pub const UNREADABLE_HEADER: &str = "x-sandrail-unreadable";
+
 /// The paths a payload may be POSTed to.
 const HOOK_PATHS: [&str; 2] = ["/", "/hook"];
 
@@ -322,24 +328,21 @@ async fn answer(
             "POST hook payloads to / (or /hook)",
         ));
     }
-    let project = request
-        .headers()
-        .get(PROJECT_HEADER)
-        .and_then(|value| value.to_str().ok())
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from);
+    let origin = origin_of(request.headers());
+    let project = origin.project;
+    let cwd = origin.cwd;
     let body = Limited::new(request.into_body(), MAX_PAYLOAD_BYTES).collect();
     let body = match tokio::time::timeout(BODY_READ_TIMEOUT, body).await {
         Ok(Ok(collected)) => collected.to_bytes(),
         Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
             // As `sandrail hook` takes an oversize payload: `on_error` decides.
             let why = format!("the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes");
-            let origin = Origin { project, cwd: None };
+            let origin = Origin { project, cwd };
             let outcome =
                 tokio::task::spawn_blocking(move || hook::unreadable(&why, &origin)).await;
             return Ok(match outcome {
                 Ok(outcome) if outcome.block.is_some() => respond(outcome),
-                _ => plain(
+                _ => unreadable(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     &format!("the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes"),
                 ),
@@ -361,7 +364,7 @@ async fn answer(
             ));
         }
     };
-    let origin = Origin { project, cwd: None };
+    let origin = Origin { project, cwd };
     let judged = tokio::task::spawn_blocking(move || hook::run(&body[..], &origin, engine)).await;
     Ok(match judged {
         Ok(outcome) => respond(outcome),
@@ -391,10 +394,44 @@ fn respond(outcome: Outcome) -> Response<Full<Bytes>> {
         return response;
     }
     if let Some(why) = outcome.unreadable {
-        return plain(StatusCode::BAD_REQUEST, &why);
+        return unreadable(StatusCode::BAD_REQUEST, &why);
     }
     // Nothing to say: a 2xx with an empty body.
     Response::new(Full::new(Bytes::new()))
+}
+
+/// A payload that could not be read, under a config that lets the event proceed:
+/// marked, so a forwarding hook tells it from any other 400.
+fn unreadable(status: StatusCode, why: &str) -> Response<Full<Bytes>> {
+    let mut response = plain(status, why);
+    response
+        .headers_mut()
+        .insert(UNREADABLE_HEADER, HeaderValue::from_static("1"));
+    response
+}
+
+/// Where the event comes from: the project the forwarding hook sends
+/// percent-encoded (any bytes a path may hold), else the one Claude Code's http
+/// hook names in [`PROJECT_HEADER`] (its raw bytes: a path need not be UTF-8);
+/// and the forwarding hook's working directory, for a payload that cannot be read.
+fn origin_of(headers: &hyper::HeaderMap) -> Origin {
+    use std::os::unix::ffi::OsStrExt;
+    let decoded = |name: &str| {
+        headers.get(name).map(|value| {
+            let bytes: Vec<u8> = percent_encoding::percent_decode(value.as_bytes()).collect();
+            PathBuf::from(std::ffi::OsStr::from_bytes(&bytes))
+        })
+    };
+    let raw = headers
+        .get(PROJECT_HEADER)
+        .map(|value| PathBuf::from(std::ffi::OsStr::from_bytes(value.as_bytes())));
+    let project = decoded(PROJECT_ENCODED_HEADER)
+        .or(raw)
+        .filter(|p| !p.as_os_str().is_empty());
+    Origin {
+        project,
+        cwd: decoded(CWD_ENCODED_HEADER).filter(|p| !p.as_os_str().is_empty()),
+    }
 }
 
 fn json(body: String) -> Response<Full<Bytes>> {

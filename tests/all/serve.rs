@@ -507,3 +507,87 @@ fn the_hook_forwards_to_the_server_and_falls_back_or_refuses() {
         required.stderr()
     );
 }
+
+/// A server required by the hook (`SANDRAIL_SERVE_REQUIRED=1`) refuses every
+/// event it cannot get sandrail's own answer for: something else at the socket
+/// answering a bare 400, answering what is not a hook answer, or never answering
+/// (past the forwarding deadline). And a project whose path is not ASCII reaches
+/// the server whole: its `on_error = "deny"` refuses an unreadable payload, as the
+/// plain hook does.
+#[test]
+fn a_required_server_fails_closed_and_paths_travel_whole() {
+    let project = Project::new();
+    project.config(CONFIG);
+    let required = |socket: &Path| {
+        let mut cmd = project.cmd();
+        cmd.env("SANDRAIL_SERVE_SOCKET", socket)
+            .env("SANDRAIL_SERVE_REQUIRED", "1");
+        cmd
+    };
+    let push = bash("s1", "git push --force origin main");
+    for (answer, what) in [
+        (
+            Some("HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n"),
+            "a bare 400",
+        ),
+        (
+            Some("HTTP/1.1 200 OK\r\n\r\nallow"),
+            "a 200 that is no answer",
+        ),
+        (None, "no answer at all"),
+    ] {
+        let socket = project.root.path().join("impostor.sock");
+        let _ = std::fs::remove_file(&socket);
+        let listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+        let impostor = std::thread::spawn(move || {
+            if let Ok((mut stream, _)) = listener.accept() {
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                match answer {
+                    Some(answer) => {
+                        let _ = stream.write_all(answer.as_bytes());
+                    }
+                    None => std::thread::sleep(std::time::Duration::from_secs(40)),
+                }
+            }
+        });
+        let started = std::time::Instant::now();
+        let run = project.hook_with(required(&socket), &push);
+        assert_eq!(
+            run.code(),
+            Some(2),
+            "{what}: {} {}",
+            run.stdout(),
+            run.stderr()
+        );
+        assert!(run.stdout().trim().is_empty(), "{what}: {}", run.stdout());
+        assert!(
+            run.stderr().contains("the server is required"),
+            "{what}: {}",
+            run.stderr()
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(35),
+            "{what}"
+        );
+        if answer.is_some() {
+            let _ = impostor.join();
+        }
+    }
+
+    let odd = project.root.path().join("pré\tjet");
+    std::fs::create_dir_all(&odd).expect("dir");
+    std::fs::write(
+        odd.join("sandrail.toml"),
+        format!("[settings]\non_error = \"deny\"\n{CONFIG}"),
+    )
+    .expect("config");
+    let server = Server::start(&project);
+    let mut cmd = required(&server.socket);
+    cmd.env("CLAUDE_PROJECT_DIR", &odd).current_dir(&odd);
+    let run = project.hook_with(cmd, b"not json");
+    assert_eq!(run.code(), Some(2), "{}", run.stderr());
+    let mut plain = project.cmd();
+    plain.env("CLAUDE_PROJECT_DIR", &odd).current_dir(&odd);
+    assert_eq!(project.hook_with(plain, b"not json").code(), Some(2));
+}
