@@ -99,11 +99,17 @@ struct RawReceipts {
     /// Each receipt also to the system log, out of the agent's reach.
     #[serde(default = "yes")]
     syslog: bool,
+    /// Each receipt also to an OpenTelemetry collector (`sandrail serve` only).
+    #[serde(default)]
+    otlp: Option<String>,
 }
 
 impl Default for RawReceipts {
     fn default() -> Self {
-        RawReceipts { syslog: true }
+        RawReceipts {
+            syslog: true,
+            otlp: None,
+        }
     }
 }
 
@@ -279,6 +285,9 @@ pub struct Config {
     pub max_refused_stops: u32,
     /// Whether each receipt also goes to the system log (`[receipts] syslog`).
     pub receipts_to_syslog: bool,
+    /// The OpenTelemetry collector `sandrail serve` sends each receipt to
+    /// (`[receipts] otlp`).
+    pub receipts_otlp: Option<crate::receipts::otlp::Endpoint>,
 }
 
 /// The default of `[settings] max_refused_stops`.
@@ -557,6 +566,15 @@ impl Config {
             origin: origin.to_string(),
             message: e.to_string().trim_end().to_owned(),
         })?;
+        let receipts_otlp = match &raw.receipts.otlp {
+            None => None,
+            Some(url) => Some(crate::receipts::otlp::Endpoint::parse(url).map_err(|why| {
+                ConfigError::Parse {
+                    origin: origin.to_string(),
+                    message: format!("[receipts] otlp: {why}"),
+                }
+            })?),
+        };
         let session_ttl = raw
             .settings
             .session_ttl_hours
@@ -649,6 +667,7 @@ impl Config {
             gate: raw.settings.gate.unwrap_or_default(),
             max_refused_stops,
             receipts_to_syslog: raw.receipts.syslog,
+            receipts_otlp,
         })
     }
 

@@ -9,25 +9,52 @@
 use std::ops::Deref;
 use std::path::PathBuf;
 
+use crate::locations::Places;
+use crate::receipts::otlp::Exporter;
 use crate::runtime::{Prepared, Runtime};
 
-/// Where the compiled components come from.
-pub enum Engine {
-    /// A runtime made for each event (`sandrail hook`).
-    OneShot,
-    /// One runtime for every event (`sandrail serve`).
-    Resident(Box<Runtime>),
+/// Where the compiled components come from, and where the process keeps its
+/// files and finds its policy.
+pub struct Engine {
+    /// One runtime for every event (`sandrail serve`); none: a runtime is made
+    /// for each event (`sandrail hook`).
+    resident: Option<Box<Runtime>>,
+    pub places: Places,
+    /// Where receipts are copied to a collector (`[receipts] otlp`): the
+    /// server's, never the one-shot hook's.
+    exporter: Option<Exporter>,
 }
 
 impl Engine {
     /// The engine of a process that judges one event.
     pub fn one_shot() -> Engine {
-        Engine::OneShot
+        Engine {
+            resident: None,
+            places: Places::User,
+            exporter: None,
+        }
     }
 
     /// The engine of a long-lived process: the runtime starts now.
-    pub fn resident(cache_dir: Option<PathBuf>) -> wasmtime::Result<Engine> {
-        Ok(Engine::Resident(Box::new(Runtime::resident(cache_dir)?)))
+    pub fn resident(places: Places) -> wasmtime::Result<Engine> {
+        let cache = places.dirs(&mut Vec::new()).1;
+        Ok(Engine {
+            resident: Some(Box::new(Runtime::resident(cache)?)),
+            places,
+            exporter: None,
+        })
+    }
+
+    /// This engine, copying receipts to collectors with `exporter`.
+    pub fn exporting(self, exporter: Exporter) -> Engine {
+        Engine {
+            exporter: Some(exporter),
+            ..self
+        }
+    }
+
+    pub fn exporter(&self) -> Option<&Exporter> {
+        self.exporter.as_ref()
     }
 
     /// A runtime that can run `components`.
@@ -36,11 +63,11 @@ impl Engine {
         cache_dir: Option<PathBuf>,
         components: impl IntoIterator<Item = &'p Prepared>,
     ) -> wasmtime::Result<EventRuntime<'a>> {
-        match self {
-            Engine::OneShot => Ok(EventRuntime::Own(Box::new(Runtime::for_components(
+        match &self.resident {
+            None => Ok(EventRuntime::Own(Box::new(Runtime::for_components(
                 cache_dir, components,
             )?))),
-            Engine::Resident(runtime) => Ok(EventRuntime::Shared(runtime)),
+            Some(runtime) => Ok(EventRuntime::Shared(runtime)),
         }
     }
 }

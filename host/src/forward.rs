@@ -86,7 +86,11 @@ pub fn run(forwarding: &Forwarding, stdin: impl Read, origin: &Origin) -> Outcom
     let mut payload = Vec::new();
     let limit = crate::protocol::MAX_PAYLOAD_BYTES as u64 + 1;
     if let Err(e) = stdin.take(limit).read_to_end(&mut payload) {
-        return crate::hook::unreadable(&format!("cannot read the hook payload: {e}"), origin);
+        return crate::hook::unreadable(
+            &format!("cannot read the hook payload: {e}"),
+            origin,
+            &crate::locations::Places::User,
+        );
     }
     match forward(&forwarding.socket, &payload, origin) {
         Ok(Relayed::Answer(answer)) => Outcome {

@@ -15,7 +15,7 @@ use crate::config::{Config, OnError};
 use crate::engine::Engine;
 use crate::evaluate::{self, Dirs};
 use crate::event::EventKind;
-use crate::locations;
+use crate::locations::{self, Places};
 use crate::policy;
 use crate::protect;
 use crate::protocol::{self, HookInput};
@@ -66,7 +66,7 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
             }
             return Outcome::default();
         }
-        Err(e) => return unreadable(&e.to_string(), origin),
+        Err(e) => return unreadable(&e.to_string(), origin, &engine.places),
     };
     let mut input = input;
     for repair in &input.repairs {
@@ -77,10 +77,10 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
         .clone()
         .or_else(|| input.cwd.as_ref().map(Into::into));
     let mut repairs = Vec::new();
-    let state = locations::state_dir_repaired(&mut repairs);
-    let cache = locations::cache_dir_repaired(&mut repairs);
+    let (state, cache) = engine.places.dirs(&mut repairs);
     // The session's policy: what it started with, whatever the files say now.
     let in_force = policy::in_force(
+        &engine.places.policy(),
         state.as_deref(),
         project.as_deref(),
         &input.session_id,
@@ -121,7 +121,7 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
         alerts: repairs.into_iter().chain(in_force.alerts).collect(),
     };
     if input.kind == EventKind::ConfigChange {
-        return config_change(&input, &config, &dirs, trail);
+        return config_change(&input, &config, &dirs, trail, engine);
     }
     if input.kind == EventKind::SessionStart
         && config.protect.enabled
@@ -135,7 +135,7 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
         || decision.trace.host_refused
         || !decision.alerts.is_empty();
     if judged {
-        write_receipt(&input, &config, &dirs, trail.policy, &mut decision);
+        write_receipt(&input, &config, &dirs, trail.policy, &mut decision, engine);
     }
     if !decision.refusals.is_empty() && !protocol::can_refuse(input.kind) {
         eprintln!(
@@ -151,7 +151,13 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
 
 /// A settings change (Claude Code's ConfigChange): refused when it would switch
 /// sandrail's hooks off, unless self-protection is off.
-fn config_change(input: &HookInput, config: &Config, dirs: &Dirs, trail: Trail) -> Outcome {
+fn config_change(
+    input: &HookInput,
+    config: &Config,
+    dirs: &Dirs,
+    trail: Trail,
+    engine: &Engine,
+) -> Outcome {
     let state = dirs.state.as_deref();
     let mut decision = protocol::Decision {
         alerts: trail.alerts,
@@ -170,7 +176,7 @@ fn config_change(input: &HookInput, config: &Config, dirs: &Dirs, trail: Trail) 
             &reason,
         ));
     }
-    write_receipt(input, config, dirs, trail.policy, &mut decision);
+    write_receipt(input, config, dirs, trail.policy, &mut decision, engine);
     Outcome {
         answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
         ..Outcome::default()
@@ -192,6 +198,7 @@ fn write_receipt(
     dirs: &Dirs,
     policy: Option<String>,
     decision: &mut protocol::Decision,
+    engine: &Engine,
 ) {
     let state = dirs.state.as_deref();
     let why = match state {
@@ -203,7 +210,7 @@ fn write_receipt(
                 && answered == "allow"
                 && protocol::can_refuse(input.kind))
             .then(|| refused(input.kind).to_owned());
-            let receipt = receipts::Receipt {
+            let mut receipt = receipts::Receipt {
                 id: String::new(),
                 seq: 0,
                 time: crate::clock::rfc3339(crate::clock::now()),
@@ -232,7 +239,21 @@ fn write_receipt(
                 late: false,
                 prev: String::new(),
             };
-            match receipts::append(state, receipt, config.receipts_to_syslog) {
+            receipt.id = receipts::new_id(&receipt);
+            // The server's copy for the fleet's collector, sent once the receipt
+            // is kept, queued without waiting.
+            let copy = config
+                .receipts_otlp
+                .as_ref()
+                .zip(engine.exporter())
+                .map(|(endpoint, exporter)| (endpoint, exporter, receipt.clone()));
+            let appended = receipts::append(state, receipt, config.receipts_to_syslog);
+            if appended.is_ok()
+                && let Some((endpoint, exporter, receipt)) = copy
+            {
+                exporter.export(endpoint, &receipt);
+            }
+            match appended {
                 Ok(receipts::Appended::Written { late, .. }) => {
                     if late > 0 {
                         decision.alerts.push(receipts::late_alert(late));
@@ -363,11 +384,19 @@ fn inherit(
 }
 
 /// A payload that cannot be read: the config's `on_error` decides.
-pub fn unreadable(why: &str, origin: &Origin) -> Outcome {
-    let project = origin.project.clone().or_else(|| origin.cwd.clone());
-    // No session to hold a policy for: the stricter of the files on disk and the
-    // project's accepted policy decides.
-    let on_error = unreadable_on_error(project.as_deref());
+pub fn unreadable(why: &str, origin: &Origin, places: &Places) -> Outcome {
+    let on_error = match places {
+        // No session to hold a policy for: the stricter of the files on disk
+        // and the project's accepted policy decides.
+        Places::User => {
+            let project = origin.project.clone().or_else(|| origin.cwd.clone());
+            unreadable_on_error(project.as_deref())
+        }
+        // Root's policy decides; one that cannot be read refuses.
+        Places::System(system) => Config::load(&system.config())
+            .map(|config| config.on_error)
+            .unwrap_or(OnError::Deny),
+    };
     match on_error {
         OnError::Allow => {
             eprintln!("sandrail: {why}; the event proceeds unjudged (on_error = \"allow\")");

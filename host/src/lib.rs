@@ -43,6 +43,7 @@ pub mod hook;
 pub mod inspect;
 pub mod locations;
 pub mod lock;
+pub mod managed;
 pub mod mandate;
 pub mod os_sandbox;
 pub mod policy;

@@ -4,6 +4,43 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::managed;
+use crate::policy;
+
+/// Where one process keeps its state and compiled code and finds its policy.
+#[derive(Debug, Clone, Default)]
+pub enum Places {
+    /// The user's (from the environment, looked up at each event) and the
+    /// project's policy: `sandrail hook`, and `sandrail serve` for one user.
+    #[default]
+    User,
+    /// A managed server's: the service user's directories and root's policy.
+    System(managed::System),
+}
+
+impl Places {
+    /// The state directory and the compiled-code cache, each `None` when it
+    /// cannot be used (said on stderr); what had to be put right is added to
+    /// `repairs`.
+    pub fn dirs(&self, repairs: &mut Vec<String>) -> (Option<PathBuf>, Option<PathBuf>) {
+        match self {
+            Places::User => (state_dir_repaired(repairs), cache_dir_repaired(repairs)),
+            Places::System(system) => (
+                trusted(system.state.clone(), "state directory", repairs),
+                trusted(system.cache.clone(), "compiled-code cache", repairs),
+            ),
+        }
+    }
+
+    /// Where a new session's policy comes from.
+    pub fn policy(&self) -> policy::Source {
+        match self {
+            Places::User => policy::Source::Project,
+            Places::System(system) => policy::Source::Managed(system.config()),
+        }
+    }
+}
+
 /// The state directory: `SANDRAIL_STATE_DIR`, else `$XDG_STATE_HOME/sandrail`, else
 /// `~/.local/state/sandrail`.
 /// `None` as well when it exists but is not the user's alone ([`trusted`]).

@@ -31,9 +31,18 @@ enum Command {
         /// A TCP address to listen on, such as 127.0.0.1:8787 (port 0: any free one).
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
-        /// A Unix socket to listen on, created readable by this user only.
+        /// A Unix socket to listen on, created readable by this user only
+        /// (with --system: by every user, in /run/sandrail/hook.sock by default).
         #[arg(long, value_name = "PATH")]
         socket: Option<std::path::PathBuf>,
+        /// The socket's mode in octal, such as 660 (default 600; 666 with --system).
+        #[arg(long, value_name = "MODE", value_parser = commands::serve::parse_mode)]
+        socket_mode: Option<u32>,
+        /// Managed mode: run as a user of its own, judge every project by root's
+        /// /etc/sandrail/sandrail.toml, keep state in /var/lib/sandrail (see
+        /// docs/managed.md and contrib/sandrail.service).
+        #[arg(long)]
+        system: bool,
     },
     /// Show the guardrails in force: name, source, sha256, events, matcher.
     List {
@@ -243,7 +252,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }),
         ),
         Command::Facts { session } => commands::facts::run(session),
-        Command::Serve { listen, socket } => commands::serve::run(listen, socket),
+        Command::Serve {
+            listen,
+            socket,
+            socket_mode,
+            system,
+        } => commands::serve::run(listen, socket, socket_mode, system),
         Command::State(cmd) => commands::state::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),
         Command::Status { session, json } => commands::status::run(session, json),

@@ -61,6 +61,27 @@ impl Frozen {
     }
 }
 
+/// Where a new session's policy comes from.
+#[derive(Debug, Clone, Default)]
+pub enum Source {
+    /// The project's `sandrail.toml` (or `SANDRAIL_CONFIG`, or the embedded
+    /// default), through the project's ratchet.
+    #[default]
+    Project,
+    /// One root-owned config for every project (managed mode): taken as it is,
+    /// provided every file it names is root's alone.
+    Managed(PathBuf),
+}
+
+impl Source {
+    fn locate(&self, project: Option<&Path>) -> Result<Located, String> {
+        match self {
+            Source::Project => Config::locate(project).map_err(|e| e.to_string()),
+            Source::Managed(config) => Ok(Located::File(config.clone())),
+        }
+    }
+}
+
 /// What a session's events are judged by.
 #[derive(Debug)]
 pub struct InForce {
@@ -122,6 +143,7 @@ pub struct ProjectRecord {
 /// The policy a session's event is judged by: the session's snapshot, or — at its
 /// first event — what the project's ratchet allows of the files on disk.
 pub fn in_force(
+    source: &Source,
     state: Option<&Path>,
     project: Option<&Path>,
     session: &str,
@@ -141,15 +163,15 @@ pub fn in_force(
     let blobs = Blobs::new(state);
     let path = crate::store::session_file(state, session, SESSION_RECORD);
     if let Some(record) = read_json::<SessionRecord>(&path) {
-        return continuing(&blobs, &path, record, project);
+        return continuing(source, &blobs, &path, record, project);
     }
-    let (record, alerts) = start(state, &blobs, project, transcript);
+    let (record, alerts) = start(source, state, &blobs, project, transcript);
     match create(&path, &record) {
         Ok(true) => {}
         // Another hook of the same session started it first: its record stands.
         Ok(false) => {
             if let Some(theirs) = read_json::<SessionRecord>(&path) {
-                return continuing(&blobs, &path, theirs, project);
+                return continuing(source, &blobs, &path, theirs, project);
             }
         }
         Err(e) => eprintln!(
@@ -176,6 +198,7 @@ fn started(blobs: &Blobs, record: SessionRecord, alerts: Vec<String>) -> InForce
 /// A later event: the session's policy, and a word when the files on disk
 /// differ from it in a way not yet reported.
 fn continuing(
+    source: &Source,
     blobs: &Blobs,
     path: &Path,
     mut record: SessionRecord,
@@ -183,7 +206,7 @@ fn continuing(
 ) -> InForce {
     let mut alerts = Vec::new();
     let config = load_or_default(blobs, &record.policy, &mut alerts);
-    match look_at_disk(&mut record, project, blobs) {
+    match look_at_disk(source, &mut record, project, blobs) {
         Looked::Unchanged => {}
         Looked::Changed(report) => {
             alerts.extend(report);
@@ -216,19 +239,28 @@ fn load_or_default(blobs: &Blobs, manifest: &Manifest, alerts: &mut Vec<String>)
 /// Captures the policy on disk for a new session and lets the project's ratchet
 /// decide what is in force.
 fn start(
+    source: &Source,
     state: &Path,
     blobs: &Blobs,
     project: Option<&Path>,
     transcript: Option<&str>,
 ) -> (SessionRecord, Vec<String>) {
-    let located = Config::locate(project).map_err(|e| e.to_string());
+    let located = source.locate(project);
     let captured = capture_located(&located, Some(blobs));
-    let accepted = project.and_then(|p| accepted(state, p));
+    let accepted = match source {
+        Source::Project => project.and_then(|p| accepted(state, p)),
+        Source::Managed(_) => None,
+    };
+    let decision = match source {
+        Source::Project => decide(accepted.as_ref(), &captured, blobs),
+        Source::Managed(_) => decide_managed(&captured),
+    };
     let mut alerts = Vec::new();
     let mut held = Vec::new();
-    let policy = match decide(accepted.as_ref(), &captured, blobs) {
+    let policy = match decision {
         Decision::Take(how) => {
-            if let Some(project) = project
+            if let Source::Project = source
+                && let Some(project) = project
                 && accepted
                     .as_ref()
                     .is_none_or(|a| a.policy != captured.manifest)
@@ -249,10 +281,16 @@ fn start(
             *keep
         }
         Decision::Default(why) => {
-            alerts.push(format!(
-                "sandrail: {} {why}, so this project takes it only from a person: the embedded default is in force. To use it anyway, run `sandrail trust` in a terminal.",
-                captured.manifest.origin()
-            ));
+            alerts.push(match source {
+                Source::Project => format!(
+                    "sandrail: {} {why}, so this project takes it only from a person: the embedded default is in force. To use it anyway, run `sandrail trust` in a terminal.",
+                    captured.manifest.origin()
+                ),
+                Source::Managed(_) => format!(
+                    "sandrail: the managed policy {} {why}, so the embedded default is in force for this session. Make every file of the policy root's alone (owned by root, writable by nobody else).",
+                    captured.manifest.origin()
+                ),
+            });
             held = vec![why];
             embedded_manifest()
         }
@@ -295,6 +333,29 @@ enum Decision {
     /// Nothing accepted yet and this one may not be the first: the embedded
     /// default, and why.
     Default(String),
+}
+
+/// Managed mode: root's policy is taken as it is, unless a file of it could
+/// have been changed by someone else (then the embedded default, and why), or
+/// it cannot be used.
+fn decide_managed(captured: &Captured) -> Decision {
+    if let Err(why) = &captured.config {
+        return Decision::Default(format!("cannot be used ({why})"));
+    }
+    match crate::managed::policy_not_root_owned(captured.seen.keys()) {
+        Some(why) => Decision::Default(format!("is not root's alone: {why}")),
+        None => Decision::Take("managed"),
+    }
+}
+
+/// Why root's policy at `config` would not be taken by a new session, if it
+/// would not: a managed server says so before it listens.
+pub fn managed_unfit(config: &Path) -> Option<String> {
+    let captured = manifest::capture(&Located::File(config.to_path_buf()), None);
+    match decide_managed(&captured) {
+        Decision::Default(why) => Some(why),
+        Decision::Take(_) | Decision::Hold { .. } => None,
+    }
 }
 
 fn decide(accepted: Option<&ProjectRecord>, captured: &Captured, blobs: &Blobs) -> Decision {
@@ -370,8 +431,13 @@ enum Looked {
 /// Looks at the policy files on disk. Only when one of them was written since
 /// the last look (its identity moved, or the config is found elsewhere) are they
 /// read and compared with the session's policy.
-fn look_at_disk(record: &mut SessionRecord, project: Option<&Path>, blobs: &Blobs) -> Looked {
-    let located = Config::locate(project).map_err(|e| e.to_string());
+fn look_at_disk(
+    source: &Source,
+    record: &mut SessionRecord,
+    project: Option<&Path>,
+    blobs: &Blobs,
+) -> Looked {
+    let located = source.locate(project);
     let unchanged = located.is_ok()
         && located_path(&located) == record.seen.config
         && record
@@ -412,7 +478,9 @@ fn look_at_disk(record: &mut SessionRecord, project: Option<&Path>, blobs: &Blob
         Err(why) => (vec![why], false),
     };
     record.seen.changes = changes.clone();
-    let next = if taken {
+    let next = if let Source::Managed(_) = source {
+        "New sessions take it."
+    } else if taken {
         "New sessions take it: it only adds guardrails."
     } else {
         "New sessions keep the accepted policy until a person runs `sandrail trust` in a terminal."

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub mod anchor;
+pub mod otlp;
 
 /// The receipts file's name in the state directory.
 pub const FILE: &str = "receipts.jsonl";
@@ -233,7 +234,7 @@ pub fn append(
 
 /// A receipt's id: unique across files and machines, fixed before it is
 /// chained (a receipt that waits keeps it).
-fn new_id(receipt: &Receipt) -> String {
+pub fn new_id(receipt: &Receipt) -> String {
     crate::sha256_hex(
         format!(
             "{}:{}:{}:{}:{}",

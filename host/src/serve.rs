@@ -35,7 +35,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::engine::Engine;
 use crate::hook::{self, Origin, Outcome};
+use crate::locations::Places;
 use crate::protocol::MAX_PAYLOAD_BYTES;
+use crate::receipts::otlp::{self, Exporter};
 
 /// The header an http hook names its project in (Claude Code: `"headers":
 /// {"X-Sandrail-Project-Dir": "$CLAUDE_PROJECT_DIR"}` with `allowedEnvVars`).
@@ -91,13 +93,16 @@ pub enum ServeError {
 pub struct Listen {
     pub tcp: Option<SocketAddr>,
     pub socket: Option<PathBuf>,
+    /// The socket's mode: 0600 (this user's alone) unless the server judges
+    /// other users' agents.
+    pub socket_mode: u32,
 }
 
 /// Serves until SIGINT or SIGTERM. `ready` is told where it listens (the TCP
 /// address with its port resolved) once it accepts connections.
 pub fn serve(
     listen: Listen,
-    cache_dir: Option<PathBuf>,
+    places: Places,
     ready: impl FnOnce(&[String]),
 ) -> Result<(), ServeError> {
     if listen.tcp.is_none() && listen.socket.is_none() {
@@ -113,8 +118,11 @@ pub fn serve(
         .map_err(ServeError::Executor)?;
     // It lives as long as the process: never dropped, so never torn down from
     // inside the executor, and shared by every request without counting.
+    let exporter = Exporter::start(executor.handle());
     let engine: &'static Engine = Box::leak(Box::new(
-        Engine::resident(cache_dir).map_err(|e| ServeError::Runtime(format!("{e:#}")))?,
+        Engine::resident(places)
+            .map_err(|e| ServeError::Runtime(format!("{e:#}")))?
+            .exporting(exporter.clone()),
     ));
     executor.block_on(async move {
         let tcp =
@@ -128,7 +136,7 @@ pub fn serve(
                 None => None,
             };
         let unix = match &listen.socket {
-            Some(path) => Some(bind_socket(path)?),
+            Some(path) => Some(bind_socket(path, listen.socket_mode)?),
             None => None,
         };
         let mut places = Vec::new();
@@ -144,13 +152,15 @@ pub fn serve(
         }
         ready(&places);
         accept_until_signalled(tcp, unix, listen.socket.as_deref(), engine).await;
+        exporter.flush(otlp::FLUSH_GRACE).await;
         Ok(())
     })
 }
 
-/// Binds the Unix socket, readable and writable by its owner only. A socket file
-/// left by a server that is gone is replaced; one a server answers on is not.
-fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
+/// Binds the Unix socket with `mode` (its owner's alone, unless other users'
+/// agents are judged). A socket file left by a server that is gone is replaced;
+/// one a server answers on is not.
+fn bind_socket(path: &Path, mode: u32) -> Result<tokio::net::UnixListener, ServeError> {
     if std::os::unix::net::UnixStream::connect(path).is_ok() {
         return Err(ServeError::SocketInUse(path.to_owned()));
     }
@@ -163,8 +173,8 @@ fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
         place: path.display().to_string(),
         source,
     };
-    // Bound inside a fresh owner-only directory, made owner-only, then moved into
-    // place: at no moment can another user connect to it.
+    // Bound inside a fresh owner-only directory, given its mode, then moved into
+    // place: at no moment can a user it is not meant for connect to it.
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -175,7 +185,7 @@ fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, ServeError> {
         .map_err(bind_error)?;
     let staged = private.path().join("socket");
     let listener = tokio::net::UnixListener::bind(&staged).map_err(bind_error)?;
-    std::fs::set_permissions(&staged, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+    std::fs::set_permissions(&staged, std::os::unix::fs::PermissionsExt::from_mode(mode))
         .and_then(|()| std::fs::rename(&staged, path))
         .map_err(bind_error)?;
     Ok(listener)
@@ -338,8 +348,10 @@ async fn answer(
             // As `sandrail hook` takes an oversize payload: `on_error` decides.
             let why = format!("the hook payload is larger than {MAX_PAYLOAD_BYTES} bytes");
             let origin = Origin { project, cwd };
-            let outcome =
-                tokio::task::spawn_blocking(move || hook::unreadable(&why, &origin)).await;
+            let outcome = tokio::task::spawn_blocking(move || {
+                hook::unreadable(&why, &origin, &engine.places)
+            })
+            .await;
             return Ok(match outcome {
                 Ok(outcome) if outcome.block.is_some() => respond(outcome),
                 _ => unreadable(

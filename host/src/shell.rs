@@ -317,7 +317,8 @@ impl Variables {
     /// names a shell (or that is text with no `#!`, which the shell runs itself).
     /// Each file is followed once per line, and the files followed share a byte
     /// budget ([`MAX_FOLLOWED_BYTES`]); a script past [`MAX_SCRIPT_FILE`], or past
-    /// the budget, makes the line unanalysable. A binary is not read.
+    /// the budget, makes the line unanalysable, as does one sandrail may not
+    /// read. A binary is not read.
     fn script_file(&mut self, argv: &[String]) -> Option<(String, String)> {
         use std::io::Read;
         let cwd = self.cwd.as_deref()?;
@@ -328,7 +329,19 @@ impl Variables {
         let path = cwd.join(file);
         // Opened without blocking and checked to be a regular file: a FIFO put in
         // its place cannot wedge the hook.
-        let (mut opened, size) = crate::files::open_regular(&path, u64::MAX).ok()?;
+        let (mut opened, size) = match crate::files::open_regular(&path, u64::MAX) {
+            Ok(opened) => opened,
+            // There, but not for sandrail to read (a managed server runs as a
+            // user of its own): what it runs cannot be seen, so the line cannot
+            // be judged.
+            Err(crate::files::FileError::Open { source, .. })
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                self.exhausted = true;
+                return None;
+            }
+            Err(_) => return None,
+        };
         let mut head = [0u8; 256];
         let read = opened.read(&mut head).ok()?;
         let head = &head[..read];

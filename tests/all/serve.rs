@@ -11,14 +11,14 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 /// A running `sandrail serve` in a project, stopped (SIGTERM) when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Option<Child>,
     tcp: String,
     socket: PathBuf,
 }
 
 impl Server {
-    fn start(project: &Project) -> Server {
+    pub(crate) fn start(project: &Project) -> Server {
         let socket = project.root.path().join("serve.sock");
         let mut child = project
             .cmd()
@@ -45,7 +45,7 @@ impl Server {
     }
 
     /// POSTs `body` to `/` over TCP, naming the project in the header.
-    fn post(&self, project: &Project, body: &[u8]) -> Answer {
+    pub(crate) fn post(&self, project: &Project, body: &[u8]) -> Answer {
         self.request("POST", "/", Some(project.dir()), body)
     }
 
@@ -60,7 +60,7 @@ impl Server {
     }
 
     /// SIGTERM, then the exit status and stderr.
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
+    pub(crate) fn stop(mut self) -> (std::process::ExitStatus, String) {
         let mut child = self.child.take().expect("running");
         terminate(&child);
         let mut stderr = String::new();
@@ -88,9 +88,9 @@ fn terminate(child: &Child) {
 
 /// An HTTP answer: the status and the body.
 #[derive(Debug)]
-struct Answer {
-    status: u16,
-    body: String,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) body: String,
 }
 
 impl Answer {

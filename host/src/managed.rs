@@ -1,0 +1,167 @@
+//! Managed mode (`sandrail serve --system`): the server runs as a user of its own,
+//! out of reach of the agents it judges. What keeps the guard on is ownership,
+//! not watching: the policy is read from a directory only root can write, the
+//! state, receipts and compiled code belong to the service user (0700), and the
+//! agents reach the server only through its socket, which answers hook payloads
+//! and nothing else.
+//!
+//! Because only root can change the policy, the per-project ratchet (which holds
+//! a loosening change until a person runs `sandrail trust`) is not needed: a new
+//! session takes the policy as root left it, and a running session keeps the
+//! policy it started with, as everywhere else.
+
+use std::path::{Path, PathBuf};
+
+/// The directories of a managed server: systemd's (`ConfigurationDirectory=`,
+/// `StateDirectory=`, `CacheDirectory=`, `RuntimeDirectory=` set these
+/// variables), else the usual system places.
+#[derive(Debug, Clone)]
+pub struct System {
+    /// The root-owned directory holding `sandrail.toml` (`/etc/sandrail`).
+    pub config_dir: PathBuf,
+    /// The service user's state: sessions, policy snapshots, receipts.
+    pub state: PathBuf,
+    /// The service user's compiled components.
+    pub cache: PathBuf,
+    /// Where the socket is made (`/run/sandrail`).
+    pub runtime: PathBuf,
+}
+
+/// The socket's name in the runtime directory.
+pub const SOCKET_NAME: &str = "hook.sock";
+
+impl System {
+    pub fn from_environment() -> System {
+        let dir = |var: &str, default: &str| {
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                // systemd lists several directories separated by ':' when asked
+                // for several; the first is sandrail's.
+                .map(|v| {
+                    let v = v.to_string_lossy().into_owned();
+                    PathBuf::from(v.split(':').next().unwrap_or_default())
+                })
+                .unwrap_or_else(|| PathBuf::from(default))
+        };
+        System {
+            config_dir: dir("CONFIGURATION_DIRECTORY", "/etc/sandrail"),
+            state: dir("STATE_DIRECTORY", "/var/lib/sandrail"),
+            cache: dir("CACHE_DIRECTORY", "/var/cache/sandrail"),
+            runtime: dir("RUNTIME_DIRECTORY", "/run/sandrail"),
+        }
+    }
+
+    /// The policy every session is judged by.
+    pub fn config(&self) -> PathBuf {
+        self.config_dir.join(crate::config::CONFIG_FILE)
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.runtime.join(SOCKET_NAME)
+    }
+}
+
+/// Why `path` could be changed by someone other than root, if it could: it, or a
+/// directory on the way to it, is owned by another user or writable by group or
+/// others. A directory on the way that is root's and sticky (`/tmp`) is fine:
+/// nobody else can rename what root made inside it. A path that does not exist
+/// is judged by its directory, since whoever can write there can create it.
+pub fn not_root_owned(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let absolute = match std::path::absolute(path) {
+        Ok(p) => p,
+        Err(e) => return Some(format!("{}: {e}", path.display())),
+    };
+    // Resolve what exists (symbolic links included: each link's target is what
+    // is read); what does not is judged by the directory it would be made in.
+    let mut existing = absolute.as_path();
+    let resolved = loop {
+        match std::fs::canonicalize(existing) {
+            Ok(p) => break p,
+            Err(_) => match existing.parent() {
+                Some(parent) => existing = parent,
+                None => return Some(format!("{} cannot be resolved", path.display())),
+            },
+        }
+    };
+    let mut first = true;
+    for at in resolved.ancestors() {
+        let meta = match std::fs::metadata(at) {
+            Ok(meta) => meta,
+            Err(e) => return Some(format!("{}: {e}", at.display())),
+        };
+        let mode = meta.mode();
+        let sticky = meta.is_dir() && mode & 0o1000 != 0;
+        if meta.uid() != 0 {
+            return Some(format!(
+                "{} is owned by uid {}, not root",
+                at.display(),
+                meta.uid()
+            ));
+        }
+        // The file itself, or the directory it is (to be) made in, must not be
+        // writable by anyone but root; directories further up may be root's
+        // sticky ones.
+        let holds_it = first;
+        if mode & 0o022 != 0 && (holds_it || !sticky) {
+            return Some(format!(
+                "{} can be written by {} (mode {:o})",
+                at.display(),
+                if mode & 0o002 != 0 {
+                    "any user"
+                } else {
+                    "its group"
+                },
+                mode & 0o7777
+            ));
+        }
+        first = false;
+    }
+    None
+}
+
+/// Why the policy files a session would take (the config, its lock and
+/// mandate, its components and data files) are not all root's alone, if they
+/// are not.
+pub fn policy_not_root_owned<'a>(files: impl IntoIterator<Item = &'a PathBuf>) -> Option<String> {
+    files.into_iter().find_map(|file| not_root_owned(file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_judged_by_every_directory_on_the_way() {
+        // Running as root, a fresh directory is root's; as anyone else it is not.
+        let me_root = std::fs::metadata("/proc/self")
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+            .unwrap_or(false);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("sandrail.toml");
+        std::fs::write(&file, "").expect("write");
+        if !me_root {
+            assert!(not_root_owned(&file).is_some());
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        assert_eq!(not_root_owned(&file), None);
+        // Absent: judged by its directory.
+        assert_eq!(not_root_owned(&dir.path().join("sandrail.lock")), None);
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        assert!(
+            not_root_owned(&file)
+                .expect("open file")
+                .contains("any user")
+        );
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777))
+            .expect("chmod");
+        // A sticky directory still lets anyone create the lock that is not there.
+        assert!(not_root_owned(&dir.path().join("sandrail.lock")).is_some());
+        // What root made in it nobody else can replace.
+        assert_eq!(not_root_owned(&file), None);
+    }
+}
