@@ -395,6 +395,19 @@ fn main() {
         (stops[1].median.as_secs_f64() - stops[0].median.as_secs_f64()) * 1000.0
     );
 
+    gate(
+        &[
+            ("sandrail hook, warm cache", &warm, 8.0),
+            ("serve: POST Bash, client in", &served, 4.0),
+            ("hook forwarding to serve", &forwarded, 6.0),
+        ],
+        &floor,
+    );
+
+    guardrail_counts(dir, &warm_cache, &payload, &floor, runs);
+    reference_hook(dir, &warm_cache, &payload, &floor, runs);
+    serve_clients(dir, &warm_cache, &payload, runs);
+
     println!();
     println!("parallel hooks, all started at once (PreToolUse Write, session-budget limit 60)");
     println!();
@@ -432,6 +445,184 @@ fn main() {
             );
         }
     }
+    served_parallel(dir, &warm_cache, &project, &write_payload);
+}
+
+/// Fails the run when a ratio to the floor is past its bound: a large
+/// regression, not noise (the bounds are several times today's figures).
+fn gate(bounds: &[(&str, &Stats, f64)], floor: &Stats) {
+    if std::env::var_os("SANDRAIL_BENCH_GATE").is_none_or(|v| v != "1") {
+        return;
+    }
+    let mut failed = false;
+    for (name, stats, bound) in bounds {
+        let ratio = stats.median.as_secs_f64() / floor.median.as_secs_f64();
+        if ratio > *bound {
+            eprintln!("regression: {name} is {ratio:.2}x the floor, past the bound of {bound}x");
+            failed = true;
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
+    println!("regression gate: every ratio within its bound");
+}
+
+/// A config of `matching` guardrails that judge Bash and `idle` that judge
+/// only Write: the cost should follow the first number, not the second.
+fn many_guardrails(matching: usize, idle: usize) -> String {
+    let entry = |i: usize, matcher: &str| {
+        format!(
+            "[[guardrail]]\nname = \"git-{i}\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\nmatcher = \"{matcher}\"\n"
+        )
+    };
+    (0..matching)
+        .map(|i| entry(i, "Bash"))
+        .chain((matching..matching + idle).map(|i| entry(i, "Write")))
+        .collect()
+}
+
+/// The hook and the server with 1, 8 and 32 guardrails that match the call,
+/// and with 1 of 32 that does.
+fn guardrail_counts(dir: &Path, cache: &Path, payload: &str, floor: &Stats, runs: usize) {
+    println!();
+    println!("guardrails per event (PreToolUse Bash, no-destructive-git each)");
+    println!();
+    let state = dir.join("counts-state");
+    let server = Server::start(dir, cache, &dir.join("counts-serve-state"));
+    for (name, matching, idle) in [
+        ("1 guardrail", 1, 0),
+        ("8 guardrails", 8, 0),
+        ("32 guardrails", 32, 0),
+        ("1 of 32 matching", 1, 31),
+    ] {
+        let project = project_with(
+            dir,
+            &format!("counts-{matching}-{idle}"),
+            &many_guardrails(matching, idle),
+        );
+        // A session of its own: a session keeps the policy it started with.
+        let mut mine: serde_json::Value = serde_json::from_str(payload).expect("payload");
+        mine["session_id"] = format!("counts-{matching}-{idle}").into();
+        let payload = &mine.to_string();
+        // Compiled once, before anything is timed.
+        spawn_in(SANDRAIL, payload, dir, cache, &state, &project);
+        server.post_in(&project, payload);
+        let mut hook = Vec::with_capacity(runs);
+        let mut served = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            hook.push(spawn_in(SANDRAIL, payload, dir, cache, &state, &project).0);
+            served.push(server.post_in(&project, payload));
+        }
+        row(&format!("hook, {name}"), &Stats::of(hook), floor);
+        row(&format!("serve, {name}"), &Stats::of(served), floor);
+    }
+}
+
+/// The same rule as a bash + jq hook, in dotforge's style
+/// (benches/reference/no-force-push.sh): what a script hook costs.
+fn reference_hook(dir: &Path, cache: &Path, payload: &str, floor: &Stats, runs: usize) {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/benches/reference/no-force-push.sh"
+    );
+    let jq = Command::new("jq").arg("--version").output();
+    if !jq.is_ok_and(|o| o.status.success()) {
+        println!("bash + jq reference hook: skipped (jq is not installed)");
+        return;
+    }
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let (took, ok) = spawn(script, payload, dir, cache);
+        assert!(ok, "the reference hook failed");
+        times.push(took);
+    }
+    row("bash + jq hook, same rule", &Stats::of(times), floor);
+}
+
+/// Requests per second through one server with 1 and 8 clients, each on a
+/// session of its own, a fresh connection per request.
+fn serve_clients(dir: &Path, cache: &Path, payload: &str, runs: usize) {
+    println!();
+    println!("serve under load (PreToolUse Bash, embedded default, a connection per request)");
+    println!();
+    println!(
+        "{:<28} {:>12} {:>10} {:>10}",
+        "clients", "requests/s", "median", "p99"
+    );
+    let server = Server::start(dir, cache, &dir.join("clients-serve-state"));
+    server.post(payload);
+    for clients in [1usize, 8] {
+        let per_client = (runs * 2 / clients).max(20);
+        let started = Instant::now();
+        let times: Vec<Duration> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..clients)
+                .map(|c| {
+                    let server = &server;
+                    let mut mine: serde_json::Value =
+                        serde_json::from_str(payload).expect("payload");
+                    mine["session_id"] = format!("client-{c}").into();
+                    let mine = mine.to_string();
+                    scope.spawn(move || {
+                        (0..per_client)
+                            .map(|_| server.post(&mine))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().expect("client"))
+                .collect()
+        });
+        let wall = started.elapsed();
+        let count = times.len();
+        let stats = Stats::of(times);
+        println!(
+            "{:<28} {:>12.0} {:>10} {:>10}",
+            clients,
+            count as f64 / wall.as_secs_f64(),
+            ms(stats.median),
+            ms(stats.p99)
+        );
+    }
+}
+
+/// 200 requests at once to one server, all on one session: the same limit
+/// must hold as for 200 hook processes.
+fn served_parallel(dir: &Path, cache: &Path, project: &Path, write_payload: &str) {
+    let state = dir.join("served-parallel-state");
+    let mut server = Server::start(dir, cache, &state);
+    server.project = project.to_path_buf();
+    let mut p: serde_json::Value = serde_json::from_str(write_payload).expect("payload");
+    p["session_id"] = "served-parallel".into();
+    let payload = p.to_string();
+    let started = Instant::now();
+    let answers: Vec<(Duration, Vec<u8>)> = std::thread::scope(|scope| {
+        let requests: Vec<_> = (0..200)
+            .map(|_| scope.spawn(|| server.exchange(&server.project, &payload)))
+            .collect();
+        requests
+            .into_iter()
+            .map(|r| r.join().expect("request"))
+            .collect()
+    });
+    let wall = started.elapsed();
+    let refused = answers
+        .iter()
+        .filter(|(_, a)| String::from_utf8_lossy(a).contains("\"deny\""))
+        .count();
+    let stats = Stats::of(answers.into_iter().map(|(t, _)| t).collect());
+    println!(
+        "{:<30} {:>9} {:>8} {:>8} {:>9} {:>11} {:>11}",
+        "200 POSTs on one session, serve",
+        ms(wall),
+        200 - refused,
+        refused,
+        "-",
+        ms(stats.median),
+        ms(stats.p99),
+    );
 }
 
 /// What a batch of parallel hooks did.
@@ -643,13 +834,23 @@ impl Server {
 
     /// One request on a fresh connection, timed from connecting to the answer's end.
     fn post(&self, payload: &str) -> Duration {
+        self.post_in(&self.project, payload)
+    }
+
+    /// [`Server::post`], for `project`.
+    fn post_in(&self, project: &Path, payload: &str) -> Duration {
+        self.exchange(project, payload).0
+    }
+
+    /// The time and the whole answer.
+    fn exchange(&self, project: &Path, payload: &str) -> (Duration, Vec<u8>) {
         use std::io::Read;
         let started = Instant::now();
         let mut stream = std::net::TcpStream::connect(&self.addr).expect("connect");
         let head = format!(
             "POST / HTTP/1.1\r\nHost: sandrail\r\nContent-Type: application/json\r\nContent-Length: {}\r\nX-Sandrail-Project-Dir: {}\r\nConnection: close\r\n\r\n",
             payload.len(),
-            self.project.display()
+            project.display()
         );
         stream
             .write_all(head.as_bytes())
@@ -657,11 +858,12 @@ impl Server {
             .expect("send");
         let mut answer = Vec::new();
         stream.read_to_end(&mut answer).expect("answer");
+        let took = started.elapsed();
         assert!(
             answer.starts_with(b"HTTP/1.1 200"),
             "sandrail serve did not answer 200"
         );
-        started.elapsed()
+        (took, answer)
     }
 }
 
