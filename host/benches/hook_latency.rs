@@ -33,6 +33,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const SANDRAIL: &str = env!("CARGO_BIN_EXE_sandrail");
+/// The forwarding hook alone.
+const SANDRAIL_HOOK: &str = env!("CARGO_BIN_EXE_sandrail-hook");
 
 fn main() {
     let runs: usize = std::env::var("SANDRAIL_BENCH_RUNS")
@@ -84,6 +86,7 @@ fn main() {
     let mut warm = Vec::with_capacity(runs);
     let mut served = Vec::with_capacity(runs);
     let mut forwarded = Vec::with_capacity(runs);
+    let mut forwarded_small = Vec::with_capacity(runs);
     let mut cold = Vec::with_capacity(cold_runs);
     let mut stateful = Vec::with_capacity(runs);
     let mut served_write = Vec::with_capacity(runs);
@@ -96,6 +99,19 @@ fn main() {
         forwarded.push(
             spawn_sub(
                 SANDRAIL,
+                "hook",
+                &payload,
+                dir,
+                &warm_cache,
+                &dir.join("state"),
+                &dir.join("project"),
+                Some(&dir.join("serve.sock")),
+            )
+            .0,
+        );
+        forwarded_small.push(
+            spawn_sub(
+                SANDRAIL_HOOK,
                 "hook",
                 &payload,
                 dir,
@@ -123,6 +139,7 @@ fn main() {
     let stateful = Stats::of(stateful);
     let served = Stats::of(served);
     let forwarded = Stats::of(forwarded);
+    let forwarded_small = Stats::of(forwarded_small);
     let served_write = Stats::of(served_write);
     drop(server);
     println!("sandrail hook latency, whole process, PreToolUse Bash, embedded default");
@@ -144,6 +161,7 @@ fn main() {
         ("Write, state committed", &stateful),
         ("serve: POST Bash, client in", &served),
         ("hook forwarding to serve", &forwarded),
+        ("sandrail-hook forwarding", &forwarded_small),
         ("serve: POST Write, committed", &served_write),
     ] {
         row(name, s, &floor);
@@ -400,6 +418,7 @@ fn main() {
             ("sandrail hook, warm cache", &warm, 8.0),
             ("serve: POST Bash, client in", &served, 4.0),
             ("hook forwarding to serve", &forwarded, 6.0),
+            ("sandrail-hook forwarding", &forwarded_small, 4.0),
         ],
         &floor,
     );

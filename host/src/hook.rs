@@ -9,7 +9,7 @@
 //! says so on every event.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::config::{Config, OnError};
 use crate::engine::Engine;
@@ -35,26 +35,7 @@ pub struct Outcome {
     pub unreadable: Option<String>,
 }
 
-/// Where an event comes from, beyond its payload.
-#[derive(Debug, Clone, Default)]
-pub struct Origin {
-    /// The project the harness names outside the payload: `CLAUDE_PROJECT_DIR`
-    /// for a command hook, a header for an http one. Without it, the payload's
-    /// `cwd`.
-    pub project: Option<PathBuf>,
-    /// Where to look for the config when the payload cannot be read at all.
-    pub cwd: Option<PathBuf>,
-}
-
-impl Origin {
-    /// A hook process's: its environment and working directory.
-    pub fn of_this_process() -> Origin {
-        Origin {
-            project: locations::project_dir(None),
-            cwd: std::env::current_dir().ok(),
-        }
-    }
-}
+pub use sandrail_forward::Origin;
 
 /// Reads one payload from `stdin` and judges it on `engine`.
 pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
@@ -214,16 +195,19 @@ fn write_receipt(
                 id: String::new(),
                 seq: 0,
                 time: crate::clock::rfc3339(crate::clock::now()),
-                session: input.session_id.clone(),
+                session: receipts::bounded(&input.session_id),
                 event: input.kind.to_string(),
-                tool: input.tool_name.clone(),
+                tool: input.tool_name.as_deref().map(receipts::bounded),
                 tool_use_id: input
                     .fields
                     .get("tool_use_id")
                     .and_then(|v| v.as_str())
-                    .map(str::to_owned),
-                project: dirs.project.as_ref().map(|p| p.display().to_string()),
-                cwd: input.cwd.clone(),
+                    .map(receipts::bounded),
+                project: dirs
+                    .project
+                    .as_ref()
+                    .map(|p| receipts::bounded(&p.display().to_string())),
+                cwd: input.cwd.as_deref().map(receipts::bounded),
                 input_sha256: input
                     .tool_input
                     .as_deref()

@@ -232,6 +232,24 @@ pub fn append(
     })
 }
 
+/// The most bytes a receipt keeps of a field the payload chose (the session,
+/// tool, project, working directory): a path is at most this long, and a payload
+/// of 16 MiB in one field must not become a receipt of 16 MiB, nor fill the disk
+/// every event's receipt needs.
+pub const MAX_FIELD_BYTES: usize = 4096;
+
+/// `text`, cut to [`MAX_FIELD_BYTES`] (at a character boundary, marked `…`).
+pub fn bounded(text: &str) -> String {
+    if text.len() <= MAX_FIELD_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_FIELD_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 /// A receipt's id: unique across files and machines, fixed before it is
 /// chained (a receipt that waits keeps it).
 pub fn new_id(receipt: &Receipt) -> String {
@@ -559,6 +577,15 @@ pub fn verify(state_dir: &Path) -> Result<Verified, ReceiptError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_field_the_payload_chose_is_kept_to_a_bound() {
+        assert_eq!(bounded("/home/dev/project"), "/home/dev/project");
+        let long = "é".repeat(MAX_FIELD_BYTES);
+        let kept = bounded(&long);
+        assert!(kept.len() <= MAX_FIELD_BYTES + '…'.len_utf8());
+        assert!(kept.ends_with('…'));
+    }
 
     fn receipt(session: &str) -> Receipt {
         Receipt {

@@ -14,7 +14,9 @@
 //! other than POST 405, another path 404.
 //!
 //! A client has 10 s to send its request head and 10 s more for its body; at
-//! most 256 connections are open at once. SIGINT and SIGTERM close the listeners
+//! most 256 connections are open at once, and at most 32 of one user's on the
+//! Unix socket (by its peer credentials), so one user's agent cannot shut the
+//! others out of a shared server. SIGINT and SIGTERM close the listeners
 //! (and remove the socket file) at once, let every request in flight finish (its
 //! event committed and answered) within 30 s, then end the process.
 
@@ -44,11 +46,7 @@ use crate::receipts::otlp::{self, Exporter};
 /// Without it, the payload's `cwd` is the project.
 pub const PROJECT_HEADER: &str = "x-sandrail-project-dir";
 
-/// The forwarding hook's project and working directory, percent-encoded.
-pub const PROJECT_ENCODED_HEADER: &str = "x-sandrail-project-dir-encoded";
-pub const CWD_ENCODED_HEADER: &str = "x-sandrail-cwd-encoded";
-/// Marks a 400/413 as "the payload cannot be read, and the config lets it pass".
-pub const UNREADABLE_HEADER: &str = "x-sandrail-unreadable";
+pub use crate::forward::{CWD_ENCODED_HEADER, PROJECT_ENCODED_HEADER, UNREADABLE_HEADER};
 
 /// The paths a payload may be POSTed to.
 const HOOK_PATHS: [&str; 2] = ["/", "/hook"];
@@ -61,6 +59,11 @@ const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 /// The most connections open at once; past it, new ones wait in the listen
 /// queue. With the payload limit, this bounds what bodies being read can hold.
 const MAX_CONNECTIONS: usize = 256;
+
+/// The most connections one user may hold open on the Unix socket: a managed
+/// server is shared by every user's agents, and one of them must not take every
+/// slot (and with it every other user's tool calls).
+const MAX_CONNECTIONS_PER_USER: usize = 32;
 
 /// How long shutdown waits for the requests in flight (each event is bounded by
 /// its guardrails' deadlines and the lock timeout well within it).
@@ -199,6 +202,7 @@ async fn accept_until_signalled(
 ) {
     let graceful = GracefulShutdown::new();
     let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let users = Arc::new(Users::default());
     let mut shutdown = std::pin::pin!(signalled());
     loop {
         let permit = tokio::select! {
@@ -214,8 +218,15 @@ async fn accept_until_signalled(
             Some(stream) = accept_unix(unix.as_ref()) => Connection::Unix(stream),
         };
         match accepted {
-            Connection::Tcp(stream) => serve_connection(&graceful, stream, engine, permit),
-            Connection::Unix(stream) => serve_connection(&graceful, stream, engine, permit),
+            Connection::Tcp(stream) => serve_connection(&graceful, stream, engine, (permit, None)),
+            Connection::Unix(stream) => {
+                let uid = stream.peer_cred().map(|c| c.uid()).unwrap_or(u32::MAX);
+                // Over its share: closed at once, its slot free again.
+                let Some(seat) = Seat::take(&users, uid) else {
+                    continue;
+                };
+                serve_connection(&graceful, stream, engine, (permit, Some(seat)));
+            }
         }
     }
     // No new connection from here on: a client is refused at once, not queued.
@@ -233,6 +244,64 @@ async fn accept_until_signalled(
             "sandrail: connections still open after {} s are dropped",
             SHUTDOWN_GRACE.as_secs()
         );
+    }
+}
+
+/// The connections each user holds open on the Unix socket.
+#[derive(Default)]
+struct Users(std::sync::Mutex<std::collections::HashMap<u32, PerUser>>);
+
+#[derive(Default)]
+struct PerUser {
+    open: usize,
+    /// Whether its last connection was turned away (said once, not per attempt).
+    refused: bool,
+}
+
+/// One of a user's connections; its place is given back when dropped.
+struct Seat {
+    users: Arc<Users>,
+    uid: u32,
+}
+
+impl Seat {
+    fn take(users: &Arc<Users>, uid: u32) -> Option<Seat> {
+        let mut all = users
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let user = all.entry(uid).or_default();
+        if user.open >= MAX_CONNECTIONS_PER_USER {
+            if !user.refused {
+                eprintln!(
+                    "sandrail: uid {uid} holds {MAX_CONNECTIONS_PER_USER} connections; more are closed until one ends"
+                );
+                user.refused = true;
+            }
+            return None;
+        }
+        user.open += 1;
+        user.refused = false;
+        Some(Seat {
+            users: Arc::clone(users),
+            uid,
+        })
+    }
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        let mut all = self
+            .users
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(user) = all.get_mut(&self.uid) {
+            user.open = user.open.saturating_sub(1);
+            if user.open == 0 {
+                all.remove(&self.uid);
+            }
+        }
     }
 }
 
@@ -275,7 +344,7 @@ fn serve_connection<S>(
     graceful: &GracefulShutdown,
     stream: S,
     engine: &'static Engine,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    held: (tokio::sync::OwnedSemaphorePermit, Option<Seat>),
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -293,7 +362,7 @@ fn serve_connection<S>(
         {
             eprintln!("sandrail: a connection ended: {e}");
         }
-        drop(permit);
+        drop(held);
     });
 }
 

@@ -309,6 +309,23 @@ fn the_agent_user_cannot_reach_the_managed_servers_state_policy_or_process() {
         .agent_hook(&bash("managed-1", "git status"), &[])
         .assert_silent();
 
+    // One user holding more connections than the server has (here root,
+    // connecting and sending nothing) does not shut another out: each user has
+    // a share, and the rest of the first one's are closed at once.
+    let held: Vec<_> = (0..300)
+        .filter_map(|_| std::os::unix::net::UnixStream::connect(machine.socket()).ok())
+        .collect();
+    assert!(held.len() > 256, "{} connections", held.len());
+    let started = std::time::Instant::now();
+    let crowded = machine.agent_hook(&force_push("managed-1"), &[]);
+    refused(&crowded);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "the agent waited {:?} behind another user's connections",
+        started.elapsed()
+    );
+    drop(held);
+
     // What the server keeps is the service user's alone.
     let files = machine.state_files();
     let receipts = files
@@ -458,8 +475,27 @@ fn a_managed_server_will_not_start_on_a_policy_others_can_change_or_as_root() {
     let said = String::from_utf8_lossy(&open.stderr);
     assert!(!open.status.success(), "{said}");
     assert!(said.contains("can be written by any user"), "{said}");
-    // Or one in a directory it owns.
+    // Or one reached through a link in a directory it owns, even a link that
+    // leads back to root's file: it could point it elsewhere at any moment.
     mode(&machine.policy(), 0o644);
+    let real = machine.path("etc/real.toml");
+    std::fs::rename(machine.policy(), &real).expect("move the policy");
+    let theirs = machine.path("agent/link.toml");
+    std::os::unix::fs::symlink(&real, &theirs).expect("their link");
+    std::os::unix::fs::lchown(
+        &theirs,
+        Some(machine.users.agent),
+        Some(machine.users.agent),
+    )
+    .expect("chown the link");
+    std::os::unix::fs::symlink(&theirs, machine.policy()).expect("root's link");
+    let linked = start(machine.users.service);
+    let said = String::from_utf8_lossy(&linked.stderr);
+    assert!(!linked.status.success(), "{said}");
+    assert!(said.contains("not root"), "{said}");
+    std::fs::remove_file(machine.policy()).expect("unlink");
+    std::fs::rename(&real, machine.policy()).expect("move back");
+    // Or one in a directory it owns.
     chown(&machine.path("etc"), machine.users.agent);
     let owned = start(machine.users.service);
     let said = String::from_utf8_lossy(&owned.stderr);

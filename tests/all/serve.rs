@@ -436,27 +436,40 @@ fn a_stalled_client_is_dropped_and_does_not_hold_the_shutdown() {
     );
 }
 
-/// `sandrail hook` with `SANDRAIL_SERVE_SOCKET` hands the event to the server and
+/// `sandrail hook` with `SANDRAIL_SERVE_SOCKET` hands the payload to the server and
 /// prints its answer; with no server there it judges the event itself, unless
 /// `SANDRAIL_SERVE_REQUIRED=1`, when it refuses (exit 2, the reason on stderr).
 #[test]
 fn the_hook_forwards_to_the_server_and_falls_back_or_refuses() {
+    forwards_falls_back_and_refuses(BIN, "judged here instead");
+}
+
+/// `sandrail-hook`, the forwarding hook as a binary of its own, does the same,
+/// running `sandrail hook` beside it when nothing answers.
+#[test]
+fn the_small_hook_binary_forwards_falls_back_and_refuses() {
+    forwards_falls_back_and_refuses(HOOK_BIN, "judged by sandrail hook instead");
+}
+
+fn forwards_falls_back_and_refuses(program: &str, judged_locally: &str) {
     let project = Project::new();
     project.config(CONFIG);
     let server = Server::start(&project);
     // The hook keeps its state elsewhere: whoever judged left the receipt.
     let own_state = project.root.path().join("hook-state");
-    let forwarding = |socket: &Path, required: bool| {
-        let mut cmd = project.cmd();
-        cmd.env("SANDRAIL_STATE_DIR", &own_state)
-            .env("SANDRAIL_SERVE_SOCKET", socket);
+    let forwarding = |socket: Option<&Path>, required: bool| {
+        let mut cmd = project.with_env(std::process::Command::new(program));
+        cmd.env("SANDRAIL_STATE_DIR", &own_state);
+        if let Some(socket) = socket {
+            cmd.env("SANDRAIL_SERVE_SOCKET", socket);
+        }
         if required {
             cmd.env("SANDRAIL_SERVE_REQUIRED", "1");
         }
         cmd
     };
     let push = bash("s1", "git push --force origin main");
-    let forwarded = project.hook_with(forwarding(&server.socket, false), &push);
+    let forwarded = project.hook_with(forwarding(Some(&server.socket), false), &push);
     assert_eq!(
         forwarded.answer(),
         hook_json(&project, &bash("s2", "git push --force origin main"))
@@ -468,7 +481,7 @@ fn the_hook_forwards_to_the_server_and_falls_back_or_refuses() {
     );
     // An unreadable payload under on_error = "deny" exits 2, as the hook does.
     project.reconfigure(&format!("[settings]\non_error = \"deny\"\n{CONFIG}"));
-    let blocked = project.hook_with(forwarding(&server.socket, false), b"not json");
+    let blocked = project.hook_with(forwarding(Some(&server.socket), false), b"not json");
     assert_eq!(blocked.code(), Some(2), "{}", blocked.stderr());
     assert!(
         blocked.stderr().contains("not valid JSON"),
@@ -481,10 +494,10 @@ fn the_hook_forwards_to_the_server_and_falls_back_or_refuses() {
     let (status, _) = server.stop();
     assert!(status.success());
     // Nothing answers: judged here, and said so.
-    let fallback = project.hook_with(forwarding(&socket, false), &push);
+    let fallback = project.hook_with(forwarding(Some(&socket), false), &push);
     assert!(
         fallback.stderr().contains("cannot reach sandrail serve")
-            && fallback.stderr().contains("judged here instead"),
+            && fallback.stderr().contains(judged_locally),
         "{}",
         fallback.stderr()
     );
@@ -497,8 +510,11 @@ fn the_hook_forwards_to_the_server_and_falls_back_or_refuses() {
         own_state.join("receipts.jsonl").exists(),
         "judged by the hook"
     );
+    // No server named at all: judged here too.
+    let unnamed = project.hook_with(forwarding(None, false), &push);
+    assert!(unnamed.answer().to_string().contains("[git/force-push]"));
     // Required: refused, not judged.
-    let required = project.hook_with(forwarding(&socket, true), &bash("s3", "ls"));
+    let required = project.hook_with(forwarding(Some(&socket), true), &bash("s3", "ls"));
     assert_eq!(required.code(), Some(2), "{}", required.stderr());
     assert!(required.stdout().trim().is_empty());
     assert!(

@@ -9,6 +9,8 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use serde_json::{Value, json};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_sandrail");
+/// The forwarding hook alone (`sandrail-hook`).
+pub const HOOK_BIN: &str = env!("CARGO_BIN_EXE_sandrail-hook");
 /// The test guardrail; its `config.action` picks what it does.
 pub const PROBE: &str = env!("SANDRAIL_TEST_GUARDRAIL_PROBE");
 

@@ -1,0 +1,277 @@
+//! The client half of the forwarding hook: a hook payload handed to the
+//! `sandrail serve` listening on a Unix socket, and its answer read back. Both
+//! `sandrail hook` (with `SANDRAIL_SERVE_SOCKET` set) and the small
+//! `sandrail-hook` binary use it; this crate links nothing else of sandrail, so
+//! the small binary starts about as fast as a process can.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The socket of the server to forward to.
+pub const SOCKET_VAR: &str = "SANDRAIL_SERVE_SOCKET";
+/// `1`: an unreachable server refuses the event instead of judging it locally.
+pub const REQUIRED_VAR: &str = "SANDRAIL_SERVE_REQUIRED";
+/// The header with which the server says "refuse without an answer" (what the
+/// one-shot hook says by exiting 2): its value is the reason.
+pub const BLOCK_HEADER: &str = "x-sandrail-block";
+/// Marks a 400/413 as "the payload cannot be read, and the config lets it pass".
+pub const UNREADABLE_HEADER: &str = "x-sandrail-unreadable";
+/// The forwarding hook's project and working directory, percent-encoded.
+pub const PROJECT_ENCODED_HEADER: &str = "x-sandrail-project-dir-encoded";
+pub const CWD_ENCODED_HEADER: &str = "x-sandrail-cwd-encoded";
+/// The largest payload sent, as the server takes it.
+pub const MAX_PAYLOAD_BYTES: usize = 16 << 20;
+
+/// How long the whole exchange may take, from connecting to the answer's end.
+/// An event's guardrails and its session lock have their own, shorter,
+/// deadlines; past this the server is taken as unreachable. The harness's hook
+/// timeout must be longer (Claude Code's default, 600 s, is).
+pub const DEADLINE: Duration = Duration::from_secs(30);
+/// The largest answer read.
+const MAX_ANSWER_BYTES: u64 = 1 << 20;
+
+/// Where to forward, from the hook's environment.
+pub struct Forwarding {
+    pub socket: PathBuf,
+    pub required: bool,
+}
+
+impl Forwarding {
+    pub fn from_env() -> Option<Forwarding> {
+        let socket = std::env::var_os(SOCKET_VAR).filter(|s| !s.is_empty())?;
+        Some(Forwarding {
+            socket: PathBuf::from(socket),
+            required: std::env::var(REQUIRED_VAR).is_ok_and(|v| v == "1"),
+        })
+    }
+}
+
+/// What the server answered.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Relayed {
+    /// The harness's JSON, or nothing to say.
+    Answer(Option<String>),
+    /// Refuse without an answer, for this reason.
+    Block(String),
+    /// The payload could not be read and the config lets the event proceed.
+    Unreadable(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error("cannot reach sandrail serve at {socket}: {source}")]
+    Connect {
+        socket: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("sandrail serve at {socket} did not answer: {source}")]
+    Exchange {
+        socket: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("sandrail serve at {socket} answered {status}: {body}")]
+    Status {
+        socket: PathBuf,
+        status: u16,
+        body: String,
+    },
+    #[error("sandrail serve at {socket} answered something that is not its answer")]
+    Garbled { socket: PathBuf },
+    #[error("sandrail serve at {} did not answer within {} s", .0.display(), DEADLINE.as_secs())]
+    Deadline(PathBuf),
+}
+
+/// Sends `payload` to the server and reads its answer, all within [`DEADLINE`]:
+/// a server that is stopped, or something at its socket that never answers,
+/// cannot hold the hook past it.
+pub fn forward(socket: &Path, payload: &[u8], origin: &Origin) -> Result<Relayed, ForwardError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (path, bytes, from) = (socket.to_owned(), payload.to_vec(), origin.clone());
+    std::thread::spawn(move || {
+        let _ = tx.send(exchange(&path, &bytes, &from));
+    });
+    rx.recv_timeout(DEADLINE)
+        .unwrap_or_else(|_| Err(ForwardError::Deadline(socket.to_owned())))
+}
+
+/// A header value for a path: percent-encoded, so any bytes a path may hold
+/// travel, and none can end the header.
+fn encoded(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    percent_encoding::percent_encode(
+        path.as_os_str().as_bytes(),
+        percent_encoding::NON_ALPHANUMERIC,
+    )
+    .to_string()
+}
+
+fn exchange(socket: &Path, payload: &[u8], origin: &Origin) -> Result<Relayed, ForwardError> {
+    let connect = |source| ForwardError::Connect {
+        socket: socket.to_owned(),
+        source,
+    };
+    let exchange = |source| ForwardError::Exchange {
+        socket: socket.to_owned(),
+        source,
+    };
+    let mut stream = UnixStream::connect(socket).map_err(connect)?;
+    let mut head = format!(
+        "POST /hook HTTP/1.1\r\nHost: sandrail\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        payload.len()
+    );
+    for (name, path) in [
+        (PROJECT_ENCODED_HEADER, &origin.project),
+        (CWD_ENCODED_HEADER, &origin.cwd),
+    ] {
+        if let Some(path) = path {
+            head.push_str(&format!("{name}: {}\r\n", encoded(path)));
+        }
+    }
+    head.push_str("\r\n");
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(payload))
+        .map_err(exchange)?;
+    let mut raw = Vec::new();
+    stream
+        .take(MAX_ANSWER_BYTES)
+        .read_to_end(&mut raw)
+        .map_err(exchange)?;
+    parse(socket, &raw)
+}
+
+/// The status, the block header and the body of an HTTP/1.1 answer read to its
+/// end (the server closes the connection after it).
+fn parse(socket: &Path, raw: &[u8]) -> Result<Relayed, ForwardError> {
+    let garbled = || ForwardError::Garbled {
+        socket: socket.to_owned(),
+    };
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(garbled)?;
+    let head = std::str::from_utf8(&raw[..split]).map_err(|_| garbled())?;
+    let body = String::from_utf8_lossy(&raw[split + 4..]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(garbled)?;
+    let names: Vec<&str> = lines
+        .filter_map(|line| line.split_once(':').map(|(name, _)| name.trim()))
+        .collect();
+    let has = |header: &str| names.iter().any(|n| n.eq_ignore_ascii_case(header));
+    let body = body.trim();
+    // What is printed must be what sandrail answers: nothing, or one JSON object.
+    let answer_is_json = body.is_empty()
+        || serde_json::from_str::<serde_json::Value>(body).is_ok_and(|v| v.is_object());
+    match status {
+        200 if has(BLOCK_HEADER) => Ok(Relayed::Block(block_reason(body))),
+        200 if answer_is_json => Ok(Relayed::Answer(
+            Some(body.to_owned()).filter(|b| !b.is_empty()),
+        )),
+        200 => Err(garbled()),
+        // Only the server's own "unreadable, and the config lets it pass".
+        400 | 413 if has(UNREADABLE_HEADER) => Ok(Relayed::Unreadable(body.to_owned())),
+        status => Err(ForwardError::Status {
+            socket: socket.to_owned(),
+            status,
+            body: one_line(body, 300),
+        }),
+    }
+}
+
+/// `text` on one line, at most `max` characters, no control character: what a
+/// status answer says is safe to put on a terminal.
+fn one_line(text: &str, max: usize) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(max)
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
+}
+
+/// Where an event comes from, beyond its payload: the project the harness
+/// names (`CLAUDE_PROJECT_DIR`) and the working directory.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// The project the harness names outside the payload: `CLAUDE_PROJECT_DIR`
+    /// for a command hook, a header for an http one. Without it, the payload's
+    /// `cwd`.
+    pub project: Option<PathBuf>,
+    /// Where to look for the config when the payload cannot be read at all.
+    pub cwd: Option<PathBuf>,
+}
+
+impl Origin {
+    /// A hook process's: its environment and working directory.
+    pub fn of_this_process() -> Origin {
+        Origin {
+            project: std::env::var_os("CLAUDE_PROJECT_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            cwd: std::env::current_dir().ok(),
+        }
+    }
+}
+
+/// The reason in the server's blocking decision.
+fn block_reason(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("reason").and_then(|r| r.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| body.trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(raw: &str) -> Result<Relayed, ForwardError> {
+        parse(Path::new("/s"), raw.as_bytes())
+    }
+
+    #[test]
+    fn answers_are_relayed_by_status() {
+        assert_eq!(
+            parsed("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}").ok(),
+            Some(Relayed::Answer(Some("{}".into())))
+        );
+        assert_eq!(
+            parsed("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").ok(),
+            Some(Relayed::Answer(None))
+        );
+        assert_eq!(
+            parsed("HTTP/1.1 200 OK\r\nX-Sandrail-Block: 1\r\n\r\n{\"decision\":\"block\",\"reason\":\"why\"}").ok(),
+            Some(Relayed::Block("why".into()))
+        );
+        assert_eq!(
+            parsed("HTTP/1.1 400 Bad Request\r\nX-Sandrail-Unreadable: 1\r\n\r\nsandrail: bad\n")
+                .ok(),
+            Some(Relayed::Unreadable("sandrail: bad".into()))
+        );
+        // Another 400 (a protocol error, a foreign listener) is no answer.
+        assert!(matches!(
+            parsed("HTTP/1.1 400 Bad Request\r\n\r\n"),
+            Err(ForwardError::Status { status: 400, .. })
+        ));
+        // A 200 that is not one JSON object is not printed.
+        assert!(matches!(
+            parsed("HTTP/1.1 200 OK\r\n\r\n{}\r\nX-Sandrail-Block: 1"),
+            Err(ForwardError::Garbled { .. })
+        ));
+        assert!(matches!(
+            parsed("HTTP/1.1 500 Oops\r\n\r\nx"),
+            Err(ForwardError::Status { status: 500, .. })
+        ));
+        assert!(matches!(
+            parsed("garbage"),
+            Err(ForwardError::Garbled { .. })
+        ));
+    }
+}
