@@ -73,6 +73,8 @@ impl Machine {
         std::fs::create_dir(machine.path("bin")).expect("bin");
         std::fs::copy(BIN, machine.bin()).expect("copy the binary");
         mode(&machine.bin(), 0o755);
+        std::fs::copy(HOOK_BIN, machine.path("bin/sandrail-hook")).expect("copy the hook");
+        mode(&machine.path("bin/sandrail-hook"), 0o755);
         // /etc/sandrail: root's, readable by all.
         std::fs::create_dir(machine.path("etc")).expect("etc");
         mode(&machine.path("etc"), 0o755);
@@ -169,10 +171,10 @@ impl Machine {
             .expect("sh as the agent")
     }
 
-    /// `sandrail hook` as the agent, `payload` on stdin.
+    /// The managed hook as the agent (`sandrail-hook`, as docs/managed.md
+    /// registers it), `payload` on stdin.
     fn agent_hook(&self, payload: &[u8], extra_env: &[(&str, &Path)]) -> Run {
-        let mut cmd = self.as_agent(self.bin());
-        cmd.arg("hook");
+        let mut cmd = self.as_agent(self.path("bin/sandrail-hook"));
         for (name, value) in extra_env {
             cmd.env(name, value);
         }
