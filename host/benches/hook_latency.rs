@@ -82,6 +82,20 @@ fn main() {
     // hooks'; a request is a fresh connection, as Claude Code's http hook makes.
     let server = Server::start(dir, &warm_cache, &dir.join("serve-state"));
     server.post(&payload);
+    // A forwarding hook (`program`) handing `payload` to the server.
+    let forward = |program: &str, payload: &str| {
+        spawn_sub(
+            program,
+            "hook",
+            payload,
+            dir,
+            &warm_cache,
+            &dir.join("state"),
+            &dir.join("project"),
+            Some(&dir.join("serve.sock")),
+        )
+        .0
+    };
     let mut floor = Vec::with_capacity(runs);
     let mut warm = Vec::with_capacity(runs);
     let mut served = Vec::with_capacity(runs);
@@ -90,42 +104,20 @@ fn main() {
     let mut cold = Vec::with_capacity(cold_runs);
     let mut stateful = Vec::with_capacity(runs);
     let mut served_write = Vec::with_capacity(runs);
+    let mut forwarded_write = Vec::with_capacity(runs);
     // The floor and the warm hook interleaved, with nothing else between them: a
     // durable commit's writeback would otherwise land on whichever runs next.
     for _ in 0..runs {
         floor.push(spawn("/bin/true", &payload, dir, &warm_cache).0);
         warm.push(spawn(SANDRAIL, &payload, dir, &warm_cache).0);
         served.push(server.post(&payload));
-        forwarded.push(
-            spawn_sub(
-                SANDRAIL,
-                "hook",
-                &payload,
-                dir,
-                &warm_cache,
-                &dir.join("state"),
-                &dir.join("project"),
-                Some(&dir.join("serve.sock")),
-            )
-            .0,
-        );
-        forwarded_small.push(
-            spawn_sub(
-                SANDRAIL_HOOK,
-                "hook",
-                &payload,
-                dir,
-                &warm_cache,
-                &dir.join("state"),
-                &dir.join("project"),
-                Some(&dir.join("serve.sock")),
-            )
-            .0,
-        );
+        forwarded.push(forward(SANDRAIL, &payload));
+        forwarded_small.push(forward(SANDRAIL_HOOK, &payload));
     }
     for i in 0..runs {
         stateful.push(spawn(SANDRAIL, &write_payload, dir, &warm_cache).0);
         served_write.push(server.post(&write_payload));
+        forwarded_write.push(forward(SANDRAIL_HOOK, &write_payload));
         if i % (runs / cold_runs) == 0 && cold.len() < cold_runs {
             let fresh = dir.join(format!("cold-cache-{i}"));
             cold.push(spawn(SANDRAIL, &payload, dir, &fresh).0);
@@ -141,6 +133,7 @@ fn main() {
     let forwarded = Stats::of(forwarded);
     let forwarded_small = Stats::of(forwarded_small);
     let served_write = Stats::of(served_write);
+    let forwarded_write = Stats::of(forwarded_write);
     drop(server);
     println!("sandrail hook latency, whole process, PreToolUse Bash, embedded default");
     println!(
@@ -163,6 +156,7 @@ fn main() {
         ("hook forwarding to serve", &forwarded),
         ("sandrail-hook forwarding", &forwarded_small),
         ("serve: POST Write, committed", &served_write),
+        ("sandrail-hook Write, served", &forwarded_write),
     ] {
         row(name, s, &floor);
     }

@@ -59,31 +59,7 @@ pub struct Dirs {
 pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine) -> Decision {
     let mut decision = Decision::default();
     confirm_asked(input, config, dirs);
-    let mut matching = config.matching(input.kind, input.tool_name.as_deref());
-    if !matching.is_empty()
-        && let Some(state) = &dirs.state
-    {
-        // Switched off for this session: not even instantiated.
-        let off = crate::store::lifecycle::switched_off(state, &input.session_id);
-        matching.retain(|g| !off.contains(&g.name));
-    }
-    let mut prepared: Vec<(&Guardrail, Prepared)> = matching
-        .into_iter()
-        .filter_map(|g| match runtime::prepare_guardrail(g) {
-            Ok(prepared) => Some((g, prepared)),
-            Err(e) if g.is_context() => {
-                eprintln!(
-                    "sandrail: context '{}' not run: {e}; it records nothing for this event",
-                    g.name
-                );
-                None
-            }
-            Err(e) => {
-                not_run(&mut decision, config, g, None, &e.to_string());
-                None
-            }
-        })
-        .collect();
+    let mut prepared = select(input, config, dirs, &mut decision);
     // The session's counters advance with every tool call while a guardrail reads
     // them, whether or not a guardrail judges this one.
     let kept = runtime::kept_facts(config, dirs.cache.as_deref());
@@ -133,17 +109,8 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
     };
     // At Stop, every context may have to leave: whether it is active is known once
     // the session is held.
-    let mut leaving: Vec<(&Guardrail, Result<Prepared, String>)> = if stopping {
-        let off = dirs
-            .state
-            .as_deref()
-            .map(|state| crate::store::lifecycle::switched_off(state, &input.session_id))
-            .unwrap_or_default();
-        config
-            .contexts()
-            .filter(|g| !off.contains(&g.name))
-            .map(|g| (g, runtime::prepare_guardrail(g).map_err(|e| e.to_string())))
-            .collect()
+    let mut leaving = if stopping {
+        contexts_that_may_leave(input, config, dirs)
     } else {
         Vec::new()
     };
@@ -167,45 +134,15 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
     let input_hash = (input.kind == crate::event::EventKind::PreToolUse)
         .then(|| input_fingerprint(input.tool_input.as_deref().unwrap_or("null")));
     let tool_use_id = input.fields.get("tool_use_id").and_then(|v| v.as_str());
-    let mut unavailable = String::from("no guardrail of this event imports state");
-    // The state kept from sandrail on purpose (its lock held by something that is
-    // not sandrail at work): the guardrails that need it cannot judge.
-    let mut withheld = None;
-    let mut txn = None;
-    if needs_state {
-        match begin_state(
-            dirs.state.as_deref(),
-            &input.session_id,
-            config.lock_timeout,
-            &mut decision.alerts,
-        ) {
-            Ok(begun) => txn = Some(begun),
-            Err(failure) => {
-                // Without their state these guardrails cannot judge; the others can,
-                // and escalation falls back to each rule's default level.
-                if stateful.is_empty() {
-                    eprintln!(
-                        "sandrail: {failure}; violations are not counted for this event and answer at their rule's default level"
-                    );
-                } else {
-                    eprintln!(
-                        "sandrail: {failure}; the guardrails that keep state ({}) judge without it for this event: violations answer at their rule's default level, and one that cannot judge without its state follows its on_error",
-                        stateful.join(", ")
-                    );
-                }
-                // Waiting out another sandrail process is not a failure; an
-                // unusable store is; a lock held by anything else is tampering,
-                // which the person hears of and each guardrail's `on_error` judges.
-                if failure.is_tampering() {
-                    decision.alerts.push(format!("sandrail: {failure}"));
-                    withheld = Some(failure.to_string());
-                } else if !failure.is_lock_timeout() {
-                    host_failure(&mut decision, config, &failure.to_string());
-                }
-                unavailable = failure.to_string();
-            }
-        }
-    }
+    let Held {
+        mut txn,
+        unavailable,
+        withheld,
+    } = if needs_state {
+        hold(input, config, dirs, &stateful, &mut decision)
+    } else {
+        Held::not_needed()
+    };
     let state_lost = txn.is_none();
     let mut session_facts = None;
     if keeps_session || keeps_case {
@@ -248,23 +185,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
             return decision;
         }
     };
-    let loaded: Vec<(&Guardrail, Loaded, bool)> = prepared
-        .iter()
-        .filter_map(|(g, p)| match runtime.load(p) {
-            Ok(loaded) => Some((*g, loaded, p.reads_cycle())),
-            Err(e) if g.is_context() => {
-                eprintln!(
-                    "sandrail: context '{}' not run: {e}; it records nothing for this event",
-                    g.name
-                );
-                None
-            }
-            Err(e) => {
-                not_run(&mut decision, config, g, Some(&p.sha256), &e.to_string());
-                None
-            }
-        })
-        .collect();
+    let loaded = load(&runtime, &prepared, config, &mut decision);
 
     // Once a refusal cuts the chain, only guardrails that touch flags still run,
     // and only their flag changes count: a flag records that something was
@@ -337,6 +258,159 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
         std::mem::forget(runtime);
     }
     decision
+}
+
+/// Stage: select. The guardrails this event wakes (matching it, not switched
+/// off for the session), each with its component prepared; one that cannot be
+/// prepared is recorded as not run (a context says so and records nothing).
+fn select<'c>(
+    input: &HookInput,
+    config: &'c Config,
+    dirs: &Dirs,
+    decision: &mut Decision,
+) -> Vec<(&'c Guardrail, Prepared)> {
+    let mut matching = config.matching(input.kind, input.tool_name.as_deref());
+    if !matching.is_empty()
+        && let Some(state) = &dirs.state
+    {
+        // Switched off for this session: not even instantiated.
+        let off = crate::store::lifecycle::switched_off(state, &input.session_id);
+        matching.retain(|g| !off.contains(&g.name));
+    }
+    matching
+        .into_iter()
+        .filter_map(|g| match runtime::prepare_guardrail(g) {
+            Ok(prepared) => Some((g, prepared)),
+            Err(e) => {
+                cannot_run(decision, config, g, None, &e.to_string());
+                None
+            }
+        })
+        .collect()
+}
+
+/// At Stop: every context not switched off, which may have to leave (whether it
+/// is active is known once the session is held).
+fn contexts_that_may_leave<'c>(
+    input: &HookInput,
+    config: &'c Config,
+    dirs: &Dirs,
+) -> Vec<(&'c Guardrail, Result<Prepared, String>)> {
+    let off = dirs
+        .state
+        .as_deref()
+        .map(|state| crate::store::lifecycle::switched_off(state, &input.session_id))
+        .unwrap_or_default();
+    config
+        .contexts()
+        .filter(|g| !off.contains(&g.name))
+        .map(|g| (g, runtime::prepare_guardrail(g).map_err(|e| e.to_string())))
+        .collect()
+}
+
+/// What holding the session left.
+struct Held {
+    txn: Option<StateTxn>,
+    /// Why the state cannot be had, for the guardrails that ask for it.
+    unavailable: String,
+    /// The state kept from sandrail on purpose (its lock held by something that
+    /// is not sandrail at work): the guardrails that need it cannot judge.
+    withheld: Option<String>,
+}
+
+impl Held {
+    fn not_needed() -> Held {
+        Held {
+            txn: None,
+            unavailable: String::from("no guardrail of this event imports state"),
+            withheld: None,
+        }
+    }
+}
+
+/// Stage: hold the session. Its lock and a write transaction on its state; when
+/// they cannot be had, why, said on stderr, and what the event does without
+/// them (`stateful` names the guardrails that keep state).
+fn hold(
+    input: &HookInput,
+    config: &Config,
+    dirs: &Dirs,
+    stateful: &[&str],
+    decision: &mut Decision,
+) -> Held {
+    let mut held = Held::not_needed();
+    match begin_state(
+        dirs.state.as_deref(),
+        &input.session_id,
+        config.lock_timeout,
+        &mut decision.alerts,
+    ) {
+        Ok(begun) => held.txn = Some(begun),
+        Err(failure) => {
+            // Without their state these guardrails cannot judge; the others can,
+            // and escalation falls back to each rule's default level.
+            if stateful.is_empty() {
+                eprintln!(
+                    "sandrail: {failure}; violations are not counted for this event and answer at their rule's default level"
+                );
+            } else {
+                eprintln!(
+                    "sandrail: {failure}; the guardrails that keep state ({}) judge without it for this event: violations answer at their rule's default level, and one that cannot judge without its state follows its on_error",
+                    stateful.join(", ")
+                );
+            }
+            // Waiting out another sandrail process is not a failure; an
+            // unusable store is; a lock held by anything else is tampering,
+            // which the person hears of and each guardrail's `on_error` judges.
+            if failure.is_tampering() {
+                decision.alerts.push(format!("sandrail: {failure}"));
+                held.withheld = Some(failure.to_string());
+            } else if !failure.is_lock_timeout() {
+                host_failure(decision, config, &failure.to_string());
+            }
+            held.unavailable = failure.to_string();
+        }
+    }
+    held
+}
+
+/// Stage: load. Each selected component instantiated-ready on `runtime`, with
+/// whether it reads the cycle; one that cannot be loaded is recorded as not run.
+fn load<'c>(
+    runtime: &Runtime,
+    prepared: &[(&'c Guardrail, Prepared)],
+    config: &Config,
+    decision: &mut Decision,
+) -> Vec<(&'c Guardrail, Loaded, bool)> {
+    prepared
+        .iter()
+        .filter_map(|(g, p)| match runtime.load(p) {
+            Ok(loaded) => Some((*g, loaded, p.reads_cycle())),
+            Err(e) => {
+                cannot_run(decision, config, g, Some(&p.sha256), &e.to_string());
+                None
+            }
+        })
+        .collect()
+}
+
+/// A guardrail whose component cannot be prepared or loaded: a context says so
+/// and records nothing; a gate is recorded as not run, under its `on_error`.
+fn cannot_run(
+    decision: &mut Decision,
+    config: &Config,
+    guardrail: &Guardrail,
+    sha256: Option<&str>,
+    why: &str,
+) {
+    if guardrail.is_context() {
+        eprintln!(
+            "sandrail: context '{}' not run: {why}; it records nothing for this event",
+            guardrail.name
+        );
+    } else {
+        not_run(decision, config, guardrail, sha256, why);
+    }
 }
 
 /// What an event obliges the pipeline to do beyond running the guardrails it
