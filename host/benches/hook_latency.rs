@@ -411,8 +411,8 @@ fn main() {
         &[
             ("sandrail hook, warm cache", &warm, 8.0),
             ("serve: POST Bash, client in", &served, 4.0),
-            ("hook forwarding to serve", &forwarded, 6.0),
-            ("sandrail-hook forwarding", &forwarded_small, 4.0),
+            ("hook forwarding to serve", &forwarded, 10.0),
+            ("sandrail-hook forwarding", &forwarded_small, 10.0),
         ],
         &floor,
     );
