@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::EventKind;
-use crate::bindings::sandrail::guardrail::cycle as wit;
+use crate::imports::cycle as wit;
 
 pub use wit::{ContextState, FileChange};
 

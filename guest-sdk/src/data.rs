@@ -1,7 +1,7 @@
 //! Read-only files this guardrail's entry grants it (`data = [...]`), read by the
 //! host when asked for.
 
-use crate::bindings::sandrail::guardrail::data as wit;
+use crate::imports::data as wit;
 
 pub use wit::DataError;
 

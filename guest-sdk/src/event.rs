@@ -90,6 +90,30 @@ impl Event {
         }
     }
 
+    /// A PreToolUse of `tool` with this input, for a guardrail's native unit tests:
+    /// `Event::pre_tool_use("Bash", json!({"command": "ls"}))`.
+    pub fn pre_tool_use(tool: &str, input: Value) -> Self {
+        Event::for_test(EventKind::PreToolUse, Some(tool), input, Value::Null)
+    }
+
+    /// An event without a tool (a Stop, a prompt, …), for native unit tests.
+    pub fn of_kind(kind: EventKind) -> Self {
+        Event::for_test(kind, None, Value::Null, Value::Null)
+    }
+
+    /// The same event with this `config` table, for native unit tests.
+    pub fn with_config(mut self, config: Value) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The same event with this hook payload, for native unit tests.
+    pub fn with_payload(mut self, payload: Value) -> Self {
+        self.raw_payload = payload.to_string();
+        self.payload = OnceCell::new();
+        self
+    }
+
     /// The same event with this facts document, for a guardrail's native unit tests.
     pub fn with_facts(mut self, facts: Value) -> Self {
         self.raw_facts = facts.to_string();

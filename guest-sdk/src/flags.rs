@@ -1,7 +1,7 @@
 //! Flags: session-scoped markers shared between guardrails. A guardrail may touch
 //! only the flags its entry in sandrail.toml grants (`[guardrail.flags]`).
 
-use crate::bindings::sandrail::guardrail::flags as wit;
+use crate::imports::flags as wit;
 
 pub use wit::FlagError;
 

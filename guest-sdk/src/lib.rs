@@ -58,10 +58,14 @@ extern crate self as sandrail_guest;
 
 pub mod cycle;
 pub mod data;
+pub mod escalation;
 mod event;
 pub mod flags;
+mod imports;
 pub mod log;
 pub mod state;
+#[cfg(not(target_family = "wasm"))]
+pub mod testing;
 
 pub use event::{Event, EventKind, Turn};
 
@@ -75,6 +79,7 @@ pub mod bindings {
         export_macro_name: "__export_guardrail_world",
         default_bindings_module: "sandrail_guest::bindings",
         runtime_path: "sandrail_guest::__wit_bindgen::rt",
+        additional_derives: [PartialEq, Clone],
     });
 }
 
@@ -90,13 +95,15 @@ pub mod configurable_bindings {
         export_macro_name: "__export_configurable_guardrail_world",
         default_bindings_module: "sandrail_guest::configurable_bindings",
         runtime_path: "sandrail_guest::__wit_bindgen::rt",
+        additional_derives: [PartialEq, Clone],
         with: {
-            "sandrail:guardrail/types@0.1.3": crate::bindings::sandrail::guardrail::types,
-            "sandrail:guardrail/state@0.1.3": crate::bindings::sandrail::guardrail::state,
-            "sandrail:guardrail/flags@0.1.3": crate::bindings::sandrail::guardrail::flags,
-            "sandrail:guardrail/data@0.1.3": crate::bindings::sandrail::guardrail::data,
-            "sandrail:guardrail/log@0.1.3": crate::bindings::sandrail::guardrail::log,
-            "sandrail:guardrail/cycle@0.1.3": crate::bindings::sandrail::guardrail::cycle,
+            "sandrail:guardrail/types@0.1.4": crate::bindings::sandrail::guardrail::types,
+            "sandrail:guardrail/state@0.1.4": crate::bindings::sandrail::guardrail::state,
+            "sandrail:guardrail/flags@0.1.4": crate::bindings::sandrail::guardrail::flags,
+            "sandrail:guardrail/data@0.1.4": crate::bindings::sandrail::guardrail::data,
+            "sandrail:guardrail/log@0.1.4": crate::bindings::sandrail::guardrail::log,
+            "sandrail:guardrail/cycle@0.1.4": crate::bindings::sandrail::guardrail::cycle,
+            "sandrail:guardrail/escalation@0.1.4": crate::bindings::sandrail::guardrail::escalation,
         },
     });
 }
@@ -112,13 +119,14 @@ pub mod context_bindings {
         export_macro_name: "__export_context_guardrail_world",
         default_bindings_module: "sandrail_guest::context_bindings",
         runtime_path: "sandrail_guest::__wit_bindgen::rt",
+        additional_derives: [PartialEq, Clone],
         with: {
-            "sandrail:guardrail/types@0.1.3": crate::bindings::sandrail::guardrail::types,
-            "sandrail:guardrail/state@0.1.3": crate::bindings::sandrail::guardrail::state,
-            "sandrail:guardrail/flags@0.1.3": crate::bindings::sandrail::guardrail::flags,
-            "sandrail:guardrail/data@0.1.3": crate::bindings::sandrail::guardrail::data,
-            "sandrail:guardrail/log@0.1.3": crate::bindings::sandrail::guardrail::log,
-            "sandrail:guardrail/cycle@0.1.3": crate::bindings::sandrail::guardrail::cycle,
+            "sandrail:guardrail/types@0.1.4": crate::bindings::sandrail::guardrail::types,
+            "sandrail:guardrail/state@0.1.4": crate::bindings::sandrail::guardrail::state,
+            "sandrail:guardrail/flags@0.1.4": crate::bindings::sandrail::guardrail::flags,
+            "sandrail:guardrail/data@0.1.4": crate::bindings::sandrail::guardrail::data,
+            "sandrail:guardrail/log@0.1.4": crate::bindings::sandrail::guardrail::log,
+            "sandrail:guardrail/cycle@0.1.4": crate::bindings::sandrail::guardrail::cycle,
         },
     });
 }

@@ -1,7 +1,7 @@
 //! Messages for the person running the agent: the host writes them to its stderr,
 //! prefixed with the guardrail's name.
 
-use crate::bindings::sandrail::guardrail::log::{Level, log};
+use crate::imports::log::{Level, log};
 
 pub fn debug(message: &str) {
     log(Level::Debug, message);

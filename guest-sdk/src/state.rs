@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::bindings::sandrail::guardrail::state as wit;
+use crate::imports::state as wit;
 
 pub use wit::Entry;
 pub use wit::StateError;

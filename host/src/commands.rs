@@ -16,6 +16,7 @@ pub mod receipts;
 pub mod serve;
 pub mod state;
 pub mod status;
+pub mod test;
 pub mod trust;
 
 use sandrail::config::Config;

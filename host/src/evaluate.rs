@@ -554,6 +554,7 @@ impl Chain {
             guardrail.limits.state_bytes,
         )
         .with_flags(guardrail.flags.clone(), scope.now)
+        .with_escalation(guardrail.enforcement.is_some())
         .with_cycle(
             scope.config.required_contexts(guardrail),
             scope.turn_id.clone(),

@@ -27,6 +27,7 @@
 
 pub mod audit;
 pub mod builtins;
+pub mod cases;
 pub mod clock;
 pub mod config;
 pub mod cycle;

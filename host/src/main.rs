@@ -52,6 +52,15 @@ enum Command {
     },
     /// Validate the configuration in force and load every component it names.
     CheckConfig,
+    /// Run case files against components in the real sandbox: each case in a
+    /// fresh session and state, each event through `sandrail hook`.
+    Test {
+        /// Case files, or directories of them (*.toml); by default ./cases.toml.
+        paths: Vec<std::path::PathBuf>,
+        /// The results as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the facts the guardrails would see for the payload on stdin, as JSON.
     Facts {
         /// Include this session's counters (and case) as they stand.
@@ -226,6 +235,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Hook => unreachable!("handled in main"),
         Command::List { json } => commands::list::run(json),
         Command::CheckConfig => commands::check_config::run(),
+        Command::Test { paths, json } => commands::test::run(paths, json),
         Command::Pin => commands::pin::run(),
         Command::Trust => commands::trust::run(),
         Command::Protect { harness, dry_run } => commands::protect::run(harness, dry_run),

@@ -461,6 +461,25 @@ impl StateTxn {
         session_facts_in(&self.txn.open_table(FACTS)?)
     }
 
+    /// `guardrail`'s rules with a record in this session, in rule order: what the
+    /// `escalation` interface shows it.
+    pub fn rules_of(&self, guardrail: &str) -> Result<Vec<(String, RuleState)>, StoreError> {
+        let table = self.txn.open_table(RULES)?;
+        let mut out = Vec::new();
+        for item in table.range((guardrail, "")..)? {
+            let (k, v) = item?;
+            let (owner, rule) = k.value();
+            if owner != guardrail {
+                break;
+            }
+            out.push((
+                rule.to_owned(),
+                serde_json::from_str(v.value()).unwrap_or_default(),
+            ));
+        }
+        Ok(out)
+    }
+
     /// Stores the session's counters and last case, with the event's other writes.
     pub fn set_session_facts(
         &mut self,
@@ -833,6 +852,8 @@ pub struct Keyspace {
     /// shows it.
     contexts: Vec<String>,
     turn: Option<String>,
+    /// Whether its entry declares `enforcement`.
+    escalates: bool,
 }
 
 impl Keyspace {
@@ -857,6 +878,7 @@ impl Keyspace {
             over_budget: false,
             contexts: Vec::new(),
             turn: None,
+            escalates: false,
         }
     }
 
@@ -884,6 +906,20 @@ impl Keyspace {
         let txn = self.txn.as_ref().map_err(Clone::clone)?;
         txn.context_views(&self.contexts, self.turn.as_deref())
             .map_err(|e| e.to_string())
+    }
+
+    /// Whether its entry declares `enforcement`: what the `escalation` interface
+    /// says a rule's level is.
+    pub fn with_escalation(mut self, escalates: bool) -> Self {
+        self.escalates = escalates;
+        self
+    }
+
+    /// Its rules' records in this session, and whether the entry escalates.
+    pub fn standing(&self) -> Result<(Vec<(String, RuleState)>, bool), String> {
+        let txn = self.txn.as_ref().map_err(Clone::clone)?;
+        let rules = txn.rules_of(&self.guardrail).map_err(|e| e.to_string())?;
+        Ok((rules, self.escalates))
     }
 
     /// Grants this keyspace the flags its entry lists; `now` stamps flags it sets.

@@ -6,7 +6,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::output::Output;
-use super::wit::sandrail::guardrail::{cycle, data, flags, log, state, types};
+use super::wit::sandrail::guardrail::{cycle, data, escalation, flags, log, state, types};
 use crate::store::{self, Keyspace, KeyspaceError};
 
 /// Longest single log message forwarded.
@@ -241,6 +241,32 @@ impl cycle::Host for HostState {
                 entered_this_cycle: c.entered_this_cycle,
             })
             .collect())
+    }
+}
+
+impl escalation::Host for HostState {
+    fn rules(&mut self) -> Result<Vec<escalation::RuleStanding>, String> {
+        let (rules, escalates) = self.keyspace.standing()?;
+        Ok(rules
+            .into_iter()
+            .map(|(rule, state)| escalation::RuleStanding {
+                rule,
+                count: state.counter,
+                level: escalates.then(|| level_of(state.level)),
+                overrides: state.overrides,
+            })
+            .collect())
+    }
+}
+
+fn level_of(level: crate::escalation::Level) -> escalation::Level {
+    use crate::escalation::Level as L;
+    match level {
+        L::Silent => escalation::Level::Silent,
+        L::Nudge => escalation::Level::Nudge,
+        L::Warning => escalation::Level::Warning,
+        L::SoftBlock => escalation::Level::SoftBlock,
+        L::HardBlock => escalation::Level::HardBlock,
     }
 }
 

@@ -1,0 +1,475 @@
+//! Case files for `sandrail test`: a config (the guardrails under test, written as
+//! in sandrail.toml) and cases, each a sequence of events with what must follow
+//! each. This module reads them and judges what a run produced; running the events
+//! through the hook is the command's (`commands/test.rs`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::receipts::Receipt;
+
+/// A case file that cannot be used, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum CaseFileError {
+    #[error("{path}: cannot be read: {source}")]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// What `decision` may be: what the harness was answered.
+pub const DECISIONS: [&str; 4] = ["allow", "deny", "ask", "block"];
+/// What `verdict` may be: what the guardrail under test said (as its receipts say).
+pub const VERDICTS: [&str; 7] = [
+    "pass",
+    "note",
+    "violation",
+    "deny",
+    "failed",
+    "not-run",
+    "held",
+];
+
+/// One case file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    settings: Option<toml::Table>,
+    #[serde(default)]
+    guardrail: Vec<toml::Table>,
+    #[serde(default, rename = "case")]
+    cases: Vec<Case>,
+}
+
+/// A case file, read: the config the cases run under, and the cases.
+#[derive(Debug)]
+pub struct CaseFile {
+    pub path: PathBuf,
+    /// The sandrail.toml the cases run under, component sources made absolute.
+    pub config: String,
+    /// The data files its entries grant, relative to the case file: copied beside
+    /// the config so each entry reads them by the name it gives.
+    pub data: Vec<String>,
+    /// The first entry's name: whose state `expect.state` reads and whose
+    /// verdicts are counted.
+    pub under_test: String,
+    pub cases: Vec<Case>,
+}
+
+/// One case: events run in order in a fresh session and state.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub name: String,
+    #[serde(rename = "event")]
+    pub events: Vec<Step>,
+}
+
+/// One event of a case and what must follow it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// The hook event (`PreToolUse` when a tool is given and this is not).
+    pub event: Option<String>,
+    /// The short form of a tool call: its name and input.
+    pub tool: Option<String>,
+    pub input: Option<Value>,
+    /// For a PostToolUse: what the tool answered.
+    pub response: Option<Value>,
+    /// For a UserPromptSubmit: the prompt.
+    pub prompt: Option<String>,
+    /// A whole hook payload instead of the short form; the session, transcript
+    /// and working directory are filled in when absent.
+    pub payload: Option<Value>,
+    /// Lines appended to the session's transcript before the event.
+    #[serde(default)]
+    pub transcript: Vec<Value>,
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// What must hold after an event. Each field left out is not checked.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// What the harness was answered: allow, deny, ask or block.
+    pub decision: Option<String>,
+    /// What the guardrail under test said: pass, note, violation, deny, failed,
+    /// not-run or held.
+    pub verdict: Option<String>,
+    /// The rule of the violation a guardrail reported.
+    pub rule: Option<String>,
+    /// The escalation level that violation came to.
+    pub level: Option<String>,
+    /// Text the answer's message (the refusal, or the notes) contains.
+    pub message: Option<String>,
+    /// Entries of the guardrail under test's state: key → value (as JSON).
+    pub state: Option<BTreeMap<String, Value>>,
+    /// Keys the guardrail under test's state must not hold.
+    pub absent: Option<Vec<String>>,
+    /// Every flag set in the session, in any order.
+    pub flags: Option<Vec<String>>,
+}
+
+impl Expect {
+    fn is_empty(&self) -> bool {
+        self.decision.is_none()
+            && self.verdict.is_none()
+            && self.rule.is_none()
+            && self.level.is_none()
+            && self.message.is_none()
+            && self.state.is_none()
+            && self.absent.is_none()
+            && self.flags.is_none()
+    }
+}
+
+impl CaseFile {
+    /// Reads and checks a case file.
+    pub fn read(path: &Path) -> Result<CaseFile, CaseFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CaseFileError::Unreadable {
+            path: path.to_owned(),
+            source,
+        })?;
+        let invalid = |message: String| CaseFileError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let raw: RawFile = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let Some(first) = raw.guardrail.first() else {
+            return Err(invalid(
+                "no [[guardrail]] entry: give the guardrail under test as in sandrail.toml, \
+                 its `source` relative to this file"
+                    .into(),
+            ));
+        };
+        let under_test = first
+            .get("name")
+            .and_then(toml::Value::as_str)
+            .ok_or_else(|| invalid("the first [[guardrail]] has no `name`".into()))?
+            .to_owned();
+        let mut data = Vec::new();
+        let mut entries = Vec::new();
+        for entry in &raw.guardrail {
+            let mut entry = entry.clone();
+            if let Some(toml::Value::String(source)) = entry.get("source")
+                && !source.starts_with("builtin:")
+                && Path::new(source).is_relative()
+            {
+                let absolute = base.join(source).display().to_string();
+                entry.insert("source".into(), toml::Value::String(absolute));
+            }
+            if let Some(toml::Value::Array(grants)) = entry.get("data") {
+                data.extend(
+                    grants
+                        .iter()
+                        .filter_map(toml::Value::as_str)
+                        .filter(|g| Path::new(g).is_relative())
+                        .map(str::to_owned),
+                );
+            }
+            entries.push(toml::Value::Table(entry));
+        }
+        let mut config = toml::Table::new();
+        if let Some(settings) = raw.settings {
+            config.insert("settings".into(), toml::Value::Table(settings));
+        }
+        config.insert("guardrail".into(), toml::Value::Array(entries));
+        let config = toml::to_string(&config).map_err(|e| invalid(e.to_string()))?;
+        for (i, case) in raw.cases.iter().enumerate() {
+            check_case(case)
+                .map_err(|why| invalid(format!("case {} ({}): {why}", i + 1, case.name)))?;
+        }
+        Ok(CaseFile {
+            path: path.to_owned(),
+            config,
+            data,
+            under_test,
+            cases: raw.cases,
+        })
+    }
+}
+
+fn check_case(case: &Case) -> Result<(), String> {
+    if case.events.is_empty() {
+        return Err("no [[case.event]]".into());
+    }
+    if case.events.iter().all(|s| s.expect.is_empty()) {
+        return Err("expects nothing: give at least one event an `expect`".into());
+    }
+    for (i, step) in case.events.iter().enumerate() {
+        let at = |why: String| format!("event {}: {why}", i + 1);
+        if step.payload.is_none() && step.tool.is_none() && step.event.is_none() {
+            return Err(at(
+                "give `tool` and `input`, an `event`, or a whole `payload`".into(),
+            ));
+        }
+        if let Some(d) = &step.expect.decision
+            && !DECISIONS.contains(&d.as_str())
+        {
+            return Err(at(format!(
+                "decision `{d}` is none of {}",
+                DECISIONS.join(", ")
+            )));
+        }
+        if let Some(v) = &step.expect.verdict
+            && !VERDICTS.contains(&v.as_str())
+        {
+            return Err(at(format!(
+                "verdict `{v}` is none of {}",
+                VERDICTS.join(", ")
+            )));
+        }
+        if let Some(l) = &step.expect.level
+            && crate::escalation::Level::from_name(l).is_none()
+        {
+            return Err(at(format!(
+                "level `{l}` is none of silent, nudge, warning, soft_block, hard_block"
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Step {
+    /// The hook payload this step sends.
+    pub fn payload(&self, session: &str, transcript: &Path, cwd: &Path, seq: usize) -> Value {
+        let mut payload = match &self.payload {
+            Some(Value::Object(p)) => Value::Object(p.clone()),
+            Some(other) => other.clone(),
+            None => {
+                let event = self.event.clone().unwrap_or_else(|| "PreToolUse".into());
+                let mut p = json!({ "hook_event_name": event, "permission_mode": "default" });
+                if let Some(tool) = &self.tool {
+                    p["tool_name"] = json!(tool);
+                    p["tool_input"] = self.input.clone().unwrap_or_else(|| json!({}));
+                    p["tool_use_id"] = json!(format!("toolu_case_{seq}"));
+                }
+                if event == "PostToolUse" {
+                    p["tool_response"] = self.response.clone().unwrap_or_else(|| json!({}));
+                }
+                if let Some(prompt) = &self.prompt {
+                    p["prompt"] = json!(prompt);
+                }
+                if event == "Stop" || event == "SubagentStop" {
+                    p["stop_hook_active"] = json!(false);
+                }
+                p
+            }
+        };
+        if let Value::Object(p) = &mut payload {
+            p.entry("session_id").or_insert_with(|| json!(session));
+            p.entry("transcript_path")
+                .or_insert_with(|| json!(transcript.display().to_string()));
+            p.entry("cwd")
+                .or_insert_with(|| json!(cwd.display().to_string()));
+        }
+        payload
+    }
+
+    /// How the step reads in a report: `PreToolUse Bash`.
+    pub fn label(&self) -> String {
+        let event = self
+            .event
+            .clone()
+            .or_else(|| {
+                let p = self.payload.as_ref()?;
+                p.get("hook_event_name")?.as_str().map(str::to_owned)
+            })
+            .unwrap_or_else(|| "PreToolUse".into());
+        let tool = self.tool.clone().or_else(|| {
+            let p = self.payload.as_ref()?;
+            p.get("tool_name")?.as_str().map(str::to_owned)
+        });
+        match tool {
+            Some(tool) => format!("{event} {tool}"),
+            None => event,
+        }
+    }
+}
+
+/// What one event produced, as the checks read it.
+#[derive(Debug, Default)]
+pub struct Observed {
+    /// The receipt of the event; none when the hook judged nothing.
+    pub receipt: Option<Receipt>,
+    /// The guardrail under test's state after the event.
+    pub state: BTreeMap<String, String>,
+    pub flags: Vec<String>,
+}
+
+impl Observed {
+    pub fn decision(&self) -> &str {
+        self.receipt
+            .as_ref()
+            .map_or("allow", |r| r.decision.as_str())
+    }
+
+    /// What the guardrail under test said, if it ran.
+    pub fn verdict(&self, under_test: &str) -> Option<&str> {
+        self.run(under_test).map(|r| r.verdict.as_str())
+    }
+
+    fn run(&self, name: &str) -> Option<&crate::receipts::GuardrailRun> {
+        self.receipt
+            .as_ref()?
+            .guardrails
+            .iter()
+            .find(|g| g.name == name)
+    }
+
+    /// The rule and level of the violation that decided, else of any reported.
+    fn violation(&self) -> (Option<&str>, Option<&str>) {
+        let Some(receipt) = &self.receipt else {
+            return (None, None);
+        };
+        let runs = || receipt.guardrails.iter().filter(|g| g.rule.is_some());
+        let run = runs().find(|g| g.refuses).or_else(|| runs().next());
+        (
+            run.and_then(|g| g.rule.as_deref()),
+            run.and_then(|g| g.level.as_deref()),
+        )
+    }
+}
+
+/// One expectation that did not hold.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Mismatch {
+    pub field: String,
+    pub expected: String,
+    pub got: String,
+}
+
+/// Every expectation of `expect` that `observed` does not meet.
+pub fn check(expect: &Expect, observed: &Observed, under_test: &str) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    let mut differ = |field: &str, expected: String, got: String| {
+        out.push(Mismatch {
+            field: field.to_owned(),
+            expected,
+            got,
+        })
+    };
+    let shown = |v: Option<&str>| v.map_or("(none)".to_owned(), str::to_owned);
+    if let Some(want) = &expect.decision
+        && observed.decision() != want
+    {
+        differ("decision", want.clone(), observed.decision().to_owned());
+    }
+    if let Some(want) = &expect.verdict {
+        let got = observed.verdict(under_test);
+        if got != Some(want.as_str()) {
+            differ(
+                "verdict",
+                want.clone(),
+                got.map_or(format!("(`{under_test}` did not run)"), str::to_owned),
+            );
+        }
+    }
+    let (rule, level) = observed.violation();
+    if let Some(want) = &expect.rule
+        && rule != Some(want.as_str())
+    {
+        differ("rule", want.clone(), shown(rule));
+    }
+    if let Some(want) = &expect.level
+        && level != Some(want.as_str())
+    {
+        differ("level", want.clone(), shown(level));
+    }
+    if let Some(want) = &expect.message {
+        let got = observed.receipt.as_ref().and_then(|r| r.message.as_deref());
+        if !got.is_some_and(|m| m.contains(want.as_str())) {
+            differ("message", format!("containing {want:?}"), shown(got));
+        }
+    }
+    if let Some(want) = &expect.state {
+        for (key, value) in want {
+            let got = observed.state.get(key);
+            let parsed = got.map(|text| serde_json::from_str::<Value>(text).unwrap_or(json!(text)));
+            if parsed.as_ref() != Some(value) {
+                differ(
+                    &format!("state.{key}"),
+                    value.to_string(),
+                    got.map_or("(absent)".into(), Clone::clone),
+                );
+            }
+        }
+    }
+    for key in expect.absent.iter().flatten() {
+        if let Some(got) = observed.state.get(key) {
+            differ(&format!("state.{key}"), "(absent)".into(), got.clone());
+        }
+    }
+    if let Some(want) = &expect.flags {
+        let mut want = want.clone();
+        want.sort();
+        let mut got = observed.flags.clone();
+        got.sort();
+        if want != got {
+            differ("flags", format!("{want:?}"), format!("{got:?}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn observed(decision: &str, verdict: &str, rule: Option<&str>) -> Observed {
+        let receipt: Receipt = serde_json::from_value(json!({
+            "id": "r", "seq": 1, "time": "t", "session": "s", "event": "PreToolUse",
+            "guardrails": [{"name": "g", "verdict": verdict, "rule": rule, "level": null,
+                            "refuses": decision == "deny", "gate": "enforce", "us": 1}],
+            "decision": decision, "message": "no force pushes here", "gate": "enforce",
+            "prev": ""
+        }))
+        .unwrap();
+        Observed {
+            receipt: Some(receipt),
+            state: BTreeMap::from([("count".to_owned(), "2".to_owned())]),
+            flags: vec!["b".into(), "a".into()],
+        }
+    }
+
+    #[test]
+    fn every_field_that_differs_is_named_with_what_was_expected_and_got() {
+        let expect = Expect {
+            decision: Some("allow".into()),
+            verdict: Some("pass".into()),
+            rule: Some("other".into()),
+            message: Some("force".into()),
+            state: Some(BTreeMap::from([("count".into(), json!(3))])),
+            absent: Some(vec!["count".into()]),
+            flags: Some(vec!["a".into(), "b".into()]),
+            ..Expect::default()
+        };
+        let found = check(
+            &expect,
+            &observed("deny", "violation", Some("force-push")),
+            "g",
+        );
+        let fields: Vec<&str> = found.iter().map(|m| m.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["decision", "verdict", "rule", "state.count", "state.count"]
+        );
+        assert_eq!(found[3].expected, "3");
+        assert_eq!(found[3].got, "2");
+    }
+
+    #[test]
+    fn a_case_that_expects_nothing_is_refused() {
+        let case: Case = toml::from_str("name = 'x'\n[[event]]\ntool = 'Bash'\n").unwrap();
+        assert!(check_case(&case).unwrap_err().contains("expects nothing"));
+    }
+}
