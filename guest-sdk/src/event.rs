@@ -212,9 +212,13 @@ impl Event {
         &self.config
     }
 
-    /// The config table as a typed struct; missing fields take their serde defaults.
+    /// The config table as a typed struct; missing fields take their serde
+    /// defaults, and no table at all reads as an empty one.
     pub fn config_as<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
-        T::deserialize(&self.config)
+        match &self.config {
+            Value::Null => T::deserialize(&Value::Object(Map::new())),
+            config => T::deserialize(config),
+        }
     }
 
     /// The facts the host derived for this event.

@@ -143,7 +143,10 @@ impl CaseFile {
             message,
         };
         let raw: RawFile = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-        let base = path.parent().unwrap_or(Path::new("."));
+        // Sources are relative to the case file; the config runs elsewhere.
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let base = std::path::absolute(parent.unwrap_or(Path::new(".")))
+            .map_err(|e| invalid(format!("cannot tell where it is: {e}")))?;
         let Some(first) = raw.guardrail.first() else {
             return Err(invalid(
                 "no [[guardrail]] entry: give the guardrail under test as in sandrail.toml, \
@@ -318,6 +321,17 @@ impl Observed {
         self.run(under_test).map(|r| r.verdict.as_str())
     }
 
+    /// The verdict as a report shows it: with why, when it could not judge.
+    fn verdict_shown(&self, under_test: &str) -> String {
+        match self.run(under_test) {
+            None => format!("(`{under_test}` did not run)"),
+            Some(run) => match &run.reason {
+                Some(why) => format!("{} ({why})", run.verdict),
+                None => run.verdict.clone(),
+            },
+        }
+    }
+
     fn run(&self, name: &str) -> Option<&crate::receipts::GuardrailRun> {
         self.receipt
             .as_ref()?
@@ -365,13 +379,8 @@ pub fn check(expect: &Expect, observed: &Observed, under_test: &str) -> Vec<Mism
         differ("decision", want.clone(), observed.decision().to_owned());
     }
     if let Some(want) = &expect.verdict {
-        let got = observed.verdict(under_test);
-        if got != Some(want.as_str()) {
-            differ(
-                "verdict",
-                want.clone(),
-                got.map_or(format!("(`{under_test}` did not run)"), str::to_owned),
-            );
+        if observed.verdict(under_test) != Some(want.as_str()) {
+            differ("verdict", want.clone(), observed.verdict_shown(under_test));
         }
     }
     let (rule, level) = observed.violation();

@@ -8,6 +8,7 @@ pub mod guardrail;
 pub mod import;
 pub mod inspect;
 pub mod list;
+pub mod new;
 pub mod overrides;
 pub mod person;
 pub mod pin;

@@ -52,6 +52,20 @@ enum Command {
     },
     /// Validate the configuration in force and load every component it names.
     CheckConfig,
+    /// Write a new guardrail project that builds as it is: source, cases, README.
+    New {
+        /// The guardrail's name: lower-case letters, digits and dashes.
+        name: String,
+        /// A gate judges events; a context records a mode for Stop gates.
+        #[arg(long, value_enum, default_value = "gate")]
+        kind: commands::new::Kind,
+        /// Where to write it (default: ./NAME).
+        #[arg(long, value_name = "DIR")]
+        path: Option<std::path::PathBuf>,
+        /// The language to write it in.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: commands::new::Lang,
+    },
     /// Run case files against components in the real sandbox: each case in a
     /// fresh session and state, each event through `sandrail hook`.
     Test {
@@ -236,6 +250,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::List { json } => commands::list::run(json),
         Command::CheckConfig => commands::check_config::run(),
         Command::Test { paths, json } => commands::test::run(paths, json),
+        Command::New {
+            name,
+            kind,
+            path,
+            lang,
+        } => commands::new::run(&name, kind, path, lang),
         Command::Pin => commands::pin::run(),
         Command::Trust => commands::trust::run(),
         Command::Protect { harness, dry_run } => commands::protect::run(harness, dry_run),

@@ -45,6 +45,10 @@ pub use host::{HostState, MAX_DATA_BYTES};
 use crate::config::{Limits, Source};
 use crate::store::Keyspace;
 
+/// The contract this host serves, as WIT text: what `sandrail new` gives a
+/// guardrail written in a language whose toolchain reads WIT files.
+pub const CONTRACT_WIT: &str = include_str!("../../wit/guardrail.wit");
+
 /// Bindings generated from `wit/guardrail.wit` (the `guardrail` world): the host
 /// side of the contract. The `configure` export has its own, in `configure::wit`.
 pub mod wit {
