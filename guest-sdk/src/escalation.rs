@@ -18,6 +18,19 @@ pub fn rule(name: &str) -> crate::Result<Option<RuleStanding>> {
     Ok(rules()?.into_iter().find(|r| r.rule == name))
 }
 
+impl Level {
+    /// Its name as sandrail.toml and the receipts spell it (`soft_block`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Silent => "silent",
+            Level::Nudge => "nudge",
+            Level::Warning => "warning",
+            Level::SoftBlock => "soft_block",
+            Level::HardBlock => "hard_block",
+        }
+    }
+}
+
 impl RuleStanding {
     /// Whether its violations are refused now: it reached a blocking level, or the
     /// entry does not escalate (every violation is refused).

@@ -26,6 +26,8 @@
 //!
 //! `cargo bench -p sandrail --bench hook-latency`; `SANDRAIL_BENCH_RUNS` sets the
 //! number of warm runs (default 300; cold runs are a tenth of that).
+//! `SANDRAIL_BENCH_COMPONENTS=rust=a.wasm,python=b.wasm` adds what each of those
+//! components costs by its size: first event, warm hook, served.
 
 use std::io::Write;
 use std::path::Path;
@@ -419,6 +421,7 @@ fn main() {
 
     guardrail_counts(dir, &warm_cache, &payload, &floor, runs);
     reference_hook(dir, &warm_cache, &payload, &floor, runs);
+    component_costs(dir, &write_payload, &floor, runs);
     serve_clients(dir, &warm_cache, &payload, runs);
 
     println!();
@@ -529,6 +532,61 @@ fn guardrail_counts(dir: &Path, cache: &Path, payload: &str, floor: &Stats, runs
         }
         row(&format!("hook, {name}"), &Stats::of(hook), floor);
         row(&format!("serve, {name}"), &Stats::of(served), floor);
+    }
+}
+
+/// What a component's size costs: for each `name=path` in
+/// `SANDRAIL_BENCH_COMPONENTS` (a guardrail built from examples/, say), its size,
+/// its first event (compiling it into a fresh cache) and a warm event through
+/// the hook and through the server, on a Write it lets pass.
+fn component_costs(dir: &Path, payload: &str, floor: &Stats, runs: usize) {
+    let Ok(list) = std::env::var("SANDRAIL_BENCH_COMPONENTS") else {
+        return;
+    };
+    println!();
+    println!("components by size (PreToolUse Write, one guardrail; SANDRAIL_BENCH_COMPONENTS)");
+    println!();
+    let runs = runs.min(60);
+    let cache = dir.join("components-cache");
+    let state = dir.join("components-state");
+    let server = Server::start(dir, &cache, &dir.join("components-serve-state"));
+    for item in list.split(',').filter(|i| !i.is_empty()) {
+        let (name, path) = item
+            .split_once('=')
+            .expect("SANDRAIL_BENCH_COMPONENTS: name=path,…");
+        let path = std::fs::canonicalize(path).expect("component path");
+        let size = std::fs::metadata(&path).expect("component").len();
+        let project = project_with(
+            dir,
+            &format!("component-{name}"),
+            &format!(
+                "[[guardrail]]\nname = \"{name}\"\nsource = {:?}\nevents = [\"PreToolUse\"]\n",
+                path.display().to_string()
+            ),
+        );
+        let mut mine: serde_json::Value = serde_json::from_str(payload).expect("payload");
+        mine["session_id"] = format!("component-{name}").into();
+        let payload = &mine.to_string();
+        let mut cold = Vec::new();
+        for i in 0..3 {
+            let fresh = dir.join(format!("components-cold-{name}-{i}"));
+            let (took, ok) = spawn_in(SANDRAIL, payload, dir, &fresh, &state, &project);
+            assert!(ok, "{name}: the hook failed");
+            cold.push(took);
+            let _ = std::fs::remove_dir_all(&fresh);
+        }
+        spawn_in(SANDRAIL, payload, dir, &cache, &state, &project);
+        server.post_in(&project, payload);
+        let mut hook = Vec::with_capacity(runs);
+        let mut served = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            hook.push(spawn_in(SANDRAIL, payload, dir, &cache, &state, &project).0);
+            served.push(server.post_in(&project, payload));
+        }
+        println!("{name}: {:.1} MB", size as f64 / 1e6);
+        row(&format!("{name}, first event"), &Stats::of(cold), floor);
+        row(&format!("{name}, hook warm"), &Stats::of(hook), floor);
+        row(&format!("{name}, served"), &Stats::of(served), floor);
     }
 }
 

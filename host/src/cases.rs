@@ -25,8 +25,9 @@ pub enum CaseFileError {
 
 /// What `decision` may be: what the harness was answered.
 pub const DECISIONS: [&str; 4] = ["allow", "deny", "ask", "block"];
-/// What `verdict` may be: what the guardrail under test said (as its receipts say).
-pub const VERDICTS: [&str; 7] = [
+/// What `verdict` may be: what the guardrail under test said (as its receipts
+/// say); a context's are `enter`, `stay` and `exit`.
+pub const VERDICTS: [&str; 10] = [
     "pass",
     "note",
     "violation",
@@ -34,6 +35,9 @@ pub const VERDICTS: [&str; 7] = [
     "failed",
     "not-run",
     "held",
+    "enter",
+    "stay",
+    "exit",
 ];
 
 /// One case file.
@@ -68,7 +72,7 @@ pub struct CaseFile {
 #[serde(deny_unknown_fields)]
 pub struct Case {
     pub name: String,
-    #[serde(rename = "event")]
+    #[serde(default, rename = "event")]
     pub events: Vec<Step>,
 }
 
@@ -91,6 +95,13 @@ pub struct Step {
     /// Lines appended to the session's transcript before the event.
     #[serde(default)]
     pub transcript: Vec<Value>,
+    /// A real user message appended to the transcript before the event: a new
+    /// turn begins.
+    pub user: Option<String>,
+    /// Files written into the case's project before the event (path relative to
+    /// the project → content): what the tool call did, for the host to find.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
     #[serde(default)]
     pub expect: Expect,
 }
@@ -102,7 +113,7 @@ pub struct Expect {
     /// What the harness was answered: allow, deny, ask or block.
     pub decision: Option<String>,
     /// What the guardrail under test said: pass, note, violation, deny, failed,
-    /// not-run or held.
+    /// not-run or held; for a context, enter, stay or exit.
     pub verdict: Option<String>,
     /// The rule of the violation a guardrail reported.
     pub rule: Option<String>,
@@ -171,13 +182,23 @@ impl CaseFile {
                 entry.insert("source".into(), toml::Value::String(absolute));
             }
             if let Some(toml::Value::Array(grants)) = entry.get("data") {
-                data.extend(
-                    grants
-                        .iter()
-                        .filter_map(toml::Value::as_str)
-                        .filter(|g| Path::new(g).is_relative())
-                        .map(str::to_owned),
-                );
+                for grant in grants.iter().filter_map(toml::Value::as_str) {
+                    let path = Path::new(grant);
+                    if path.is_absolute() {
+                        continue;
+                    }
+                    // Copied beside the case's config under the same name, so it
+                    // must stay below it.
+                    if path
+                        .components()
+                        .any(|c| !matches!(c, std::path::Component::Normal(_)))
+                    {
+                        return Err(invalid(format!(
+                            "data grant {grant:?}: in a case file a relative grant must lie beside the file or below it (no `..`); move the file there or give an absolute path"
+                        )));
+                    }
+                    data.push(grant.to_owned());
+                }
             }
             entries.push(toml::Value::Table(entry));
         }
@@ -186,6 +207,11 @@ impl CaseFile {
             config.insert("settings".into(), toml::Value::Table(settings));
         }
         config.insert("guardrail".into(), toml::Value::Array(entries));
+        // Cases are not sessions of the user's: their receipts stay in the case's
+        // state directory, out of the system log.
+        let mut receipts = toml::Table::new();
+        receipts.insert("syslog".into(), toml::Value::Boolean(false));
+        config.insert("receipts".into(), toml::Value::Table(receipts));
         let config = toml::to_string(&config).map_err(|e| invalid(e.to_string()))?;
         for (i, case) in raw.cases.iter().enumerate() {
             check_case(case)
@@ -276,6 +302,20 @@ impl Step {
                 .or_insert_with(|| json!(cwd.display().to_string()));
         }
         payload
+    }
+
+    /// The transcript lines to append before the event: its own, then the user
+    /// message it gives (`n` tells the message's uuid apart).
+    pub fn transcript_lines(&self, n: usize) -> Vec<Value> {
+        let mut lines = self.transcript.clone();
+        if let Some(text) = &self.user {
+            lines.push(json!({
+                "type": "user",
+                "uuid": format!("case-user-{n}"),
+                "message": { "role": "user", "content": text },
+            }));
+        }
+        lines
     }
 
     /// How the step reads in a report: `PreToolUse Bash`.

@@ -59,6 +59,16 @@ impl Frozen {
             Frozen::Unreadable(why) => Err(why.clone()),
         }
     }
+
+    /// [`Frozen::read`], with the sha256 the bytes were just checked against:
+    /// hashing a large component once per event is enough.
+    pub fn read_hashed(&self, max: u64) -> Result<(Vec<u8>, String), String> {
+        let bytes = self.read(max)?;
+        match self {
+            Frozen::Copy { sha256, .. } => Ok((bytes, sha256.clone())),
+            Frozen::Unreadable(why) => Err(why.clone()),
+        }
+    }
 }
 
 /// Where a new session's policy comes from.

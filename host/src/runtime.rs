@@ -758,10 +758,9 @@ pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepare
     }
     let prepared = match &guardrail.frozen {
         Some(frozen) => {
-            let bytes = frozen
-                .read(MAX_COMPONENT_BYTES)
+            let (bytes, sha256) = frozen
+                .read_hashed(MAX_COMPONENT_BYTES)
                 .map_err(LoadError::Snapshot)?;
-            let sha256 = crate::sha256_hex(&bytes);
             prepare_bytes(Cow::Owned(bytes), sha256, guardrail.sha256.as_deref())?
         }
         None => prepare(&guardrail.source, guardrail.sha256.as_deref())?,

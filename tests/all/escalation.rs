@@ -445,3 +445,41 @@ fn status_counts_the_refusals_of_a_guardrail_that_does_not_escalate() {
         "{text}"
     );
 }
+
+/// A guardrail reads how the host answered its rules (contract 0.1.4): under
+/// `default_level = "nudge"` its three violations were let through as nudges,
+/// and it sees that rather than a count of refusals it would have to guess.
+#[test]
+fn a_guardrail_reads_the_count_and_level_the_host_gave_its_rules() {
+    let judge = |enforcement: &str| {
+        probe_config(&[(
+            "judge",
+            &format!(
+                "{enforcement}[guardrail.config]\naction = \"standing\"\nkey = \"bad-word\"\nvalue = \"no bad words\"\n"
+            ),
+        )])
+    };
+    for (enforcement, decision, shown) in [
+        (
+            "[guardrail.enforcement]\ndefault_level = \"nudge\"\n",
+            "context",
+            "standing: bad-word=3/nudge/refuses:false",
+        ),
+        ("", "deny", "standing: bad-word=3/none/refuses:true"),
+    ] {
+        let project = Project::new();
+        project.config(&judge(enforcement));
+        let before = project.hook(&bash("sess-standing", "echo ok"));
+        assert!(
+            told(&before).1.ends_with("standing: "),
+            "{:?}",
+            told(&before)
+        );
+        for _ in 0..3 {
+            let run = project.hook(&bash("sess-standing", "echo bad"));
+            assert_eq!(told(&run).0, decision, "{}", run.stderr());
+        }
+        let after = project.hook(&bash("sess-standing", "echo ok"));
+        assert!(told(&after).1.contains(shown), "{:?}", told(&after));
+    }
+}

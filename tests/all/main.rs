@@ -4,6 +4,7 @@
 mod support;
 
 mod adversarial;
+mod authoring;
 mod bad_input;
 mod cache;
 mod cli;

@@ -99,12 +99,19 @@ pub fn run(name: &str, kind: Kind, path: Option<PathBuf>, lang: Lang) -> anyhow:
     } else {
         String::new()
     };
-    let wit = wit_dir();
+    // Inside a checkout the build reads its wit/; elsewhere a copy beside the
+    // project (this binary carries the contract it serves).
+    let wit = match (lang, relative_to_checkout(&dir, "wit")) {
+        (Lang::Rust, _) => None,
+        (_, Some(inside)) => Some((inside, false)),
+        (_, None) => Some(("wit".to_owned(), true)),
+    };
     let fill = |text: &str| {
         text.replace("{{name}}", name)
             .replace("{{crate}}", &name.replace('-', "_"))
             .replace("{{sdk}}", &sdk)
-            .replace("{{wit}}", &wit)
+            .replace("{{wit}}", wit.as_ref().map_or("", |(path, _)| path))
+            .replace("{{contract}}", contract_version())
     };
     for (file, text) in template {
         let to = dir.join(file);
@@ -113,10 +120,8 @@ pub fn run(name: &str, kind: Kind, path: Option<PathBuf>, lang: Lang) -> anyhow:
         }
         std::fs::write(&to, fill(text)).with_context(|| format!("writing {}", to.display()))?;
     }
-    let wit_copy = matches!(lang, Lang::Python | Lang::Js);
+    let wit_copy = wit.as_ref().is_some_and(|(_, copy)| *copy);
     if wit_copy {
-        // The contract the component is built against, beside it: the toolchains
-        // read WIT files, and this binary carries the one it serves.
         let to = dir.join("wit");
         std::fs::create_dir_all(&to)?;
         std::fs::write(to.join("guardrail.wit"), sandrail::runtime::CONTRACT_WIT)?;
@@ -130,7 +135,7 @@ pub fn run(name: &str, kind: Kind, path: Option<PathBuf>, lang: Lang) -> anyhow:
     }
     println!("\nnext:");
     println!("  cd {}", dir.display());
-    for step in next_steps(lang) {
+    for step in next_steps(lang, wit.as_ref().map_or("", |(path, _)| path)) {
         println!("  {step}");
     }
     Ok(ExitCode::SUCCESS)
@@ -144,22 +149,23 @@ fn lang_name(lang: Lang) -> &'static str {
     }
 }
 
-fn next_steps(lang: Lang) -> &'static [&'static str] {
+fn next_steps(lang: Lang, wit: &str) -> Vec<String> {
     match lang {
-        Lang::Rust => &[
-            "cargo test                                     # native unit tests",
-            "cargo build --release --target wasm32-wasip2   # the component",
-            "sandrail test                                  # cases.toml in the real sandbox",
+        Lang::Rust => vec![
+            "cargo test                                     # native unit tests".into(),
+            "cargo build --release --target wasm32-wasip2   # the component".into(),
+            "sandrail test                                  # cases.toml in the real sandbox"
+                .into(),
         ],
-        Lang::Python => &[
-            "pip install componentize-py==0.25.1",
-            "componentize-py -d wit -w guardrail componentize app -o guardrail.wasm",
-            "sandrail test",
+        Lang::Python => vec![
+            "pip install componentize-py==0.25.1".into(),
+            format!("componentize-py -d {wit} -w guardrail componentize app -o guardrail.wasm"),
+            "sandrail test".into(),
         ],
-        Lang::Js => &[
-            "npm install",
-            "npm run build                                  # guardrail.wasm",
-            "sandrail test",
+        Lang::Js => vec![
+            "npm install".into(),
+            "npm run build                                  # guardrail.wasm".into(),
+            "sandrail test".into(),
         ],
     }
 }
@@ -188,35 +194,60 @@ fn checkout() -> Option<PathBuf> {
         .then(|| root.to_path_buf())
 }
 
-/// The `sandrail-guest` dependency line for a project in `dir`.
+/// `item` of the checkout as a path relative to `dir`, when `dir` lies inside
+/// the checkout this binary was built from.
+fn relative_to_checkout(dir: &Path, item: &str) -> Option<String> {
+    let root = checkout()?;
+    let dir = std::path::absolute(dir).ok()?;
+    let inside = dir.strip_prefix(&root).ok()?;
+    let mut rel = PathBuf::new();
+    for _ in inside.components() {
+        rel.push("..");
+    }
+    Some(rel.join(item).display().to_string())
+}
+
+/// The `sandrail-guest` dependency line for a project in `dir`: relative inside
+/// the checkout (so the checkout can move), absolute to it from elsewhere, and
+/// from the repository by git when there is no checkout.
 fn sdk_dependency(dir: &Path) -> String {
-    let Some(root) = checkout() else {
-        return format!("sandrail-guest = {{ git = \"{SDK_GIT}\" }}");
+    let path = match (relative_to_checkout(dir, "guest-sdk"), checkout()) {
+        (Some(inside), _) => inside,
+        (None, Some(root)) => root.join("guest-sdk").display().to_string(),
+        (None, None) => return format!("sandrail-guest = {{ git = \"{SDK_GIT}\" }}"),
     };
-    let sdk = root.join("guest-sdk");
-    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let path = match dir.strip_prefix(&root) {
-        // Inside the checkout: a relative path, so the checkout can move.
-        Ok(inside) => {
-            let up = inside.components().count();
-            let mut rel = PathBuf::new();
-            for _ in 0..up {
-                rel.push("..");
-            }
-            rel.join("guest-sdk")
-        }
-        Err(_) => sdk,
-    };
-    format!(
-        "sandrail-guest = {{ path = {:?} }}",
-        path.display().to_string()
-    )
+    format!("sandrail-guest = {{ path = {path:?} }}")
 }
 
-/// How the templates name the WIT directory a build reads.
-fn wit_dir() -> String {
-    "wit".to_owned()
+/// The contract's version, from its package line (`package sandrail:guardrail@0.1.4;`).
+fn contract_version() -> &'static str {
+    sandrail::runtime::CONTRACT_WIT
+        .lines()
+        .find_map(|l| l.strip_prefix("package sandrail:guardrail@"))
+        .and_then(|rest| rest.strip_suffix(';'))
+        .unwrap_or("0.1.0")
 }
 
-const PYTHON_GATE: &[TemplateFile] = &[];
-const JS_GATE: &[TemplateFile] = &[];
+const PYTHON_GATE: &[TemplateFile] = &[
+    ("app.py", include_str!("../../templates/python/app.py")),
+    (
+        "cases.toml",
+        include_str!("../../templates/python/cases.toml"),
+    ),
+    (
+        "README.md",
+        include_str!("../../templates/python/README.md"),
+    ),
+    (".gitignore", "/guardrail.wasm\n__pycache__/\n"),
+];
+
+const JS_GATE: &[TemplateFile] = &[
+    ("app.js", include_str!("../../templates/js/app.js")),
+    (
+        "package.json",
+        include_str!("../../templates/js/package.json"),
+    ),
+    ("cases.toml", include_str!("../../templates/js/cases.toml")),
+    ("README.md", include_str!("../../templates/js/README.md")),
+    (".gitignore", "/guardrail.wasm\n/node_modules/\n"),
+];

@@ -139,7 +139,15 @@ fn run_case(hook: &Path, file: &CaseFile, case: &cases::Case) -> anyhow::Result<
     };
     let mut judged = 0;
     for (i, step) in case.events.iter().enumerate() {
-        append_transcript(&transcript, &step.transcript)?;
+        append_transcript(&transcript, &step.transcript_lines(i + 1))?;
+        for (path, content) in &step.files {
+            let to = project.join(path);
+            if let Some(dir) = to.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&to, content)
+                .with_context(|| format!("writing {path} for event {}", i + 1))?;
+        }
         let payload = step.payload(&session, &transcript, &project, i + 1);
         let ran = run_hook(hook, &payload, &project, &state)?;
         let all = receipts::chained(&state).unwrap_or_default();
@@ -304,8 +312,21 @@ impl Report {
         }));
     }
 
-    /// The verdict kinds a guardrail can give that no case drew out.
+    /// The verdict kinds a gate can give that no case drew out (none when only
+    /// contexts ran: they transition, they do not judge).
     fn unexercised(&self) -> Vec<&'static str> {
+        let gates = [
+            "pass",
+            "note",
+            "violation",
+            "deny",
+            "failed",
+            "not-run",
+            "held",
+        ];
+        if !self.verdicts.is_empty() && !gates.iter().any(|v| self.verdicts.contains_key(*v)) {
+            return Vec::new();
+        }
         ["pass", "note", "violation", "deny"]
             .into_iter()
             .filter(|v| !self.verdicts.contains_key(*v))

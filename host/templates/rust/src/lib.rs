@@ -1,12 +1,13 @@
 //! {{name}}: refuses a file write that holds an AWS access key id, and once the
 //! session has tried `curl_after` of them, refuses `curl` too (keys were about,
-//! so nothing leaves by curl).
+//! so nothing leaves by curl). It sets the session flag `aws-key-written` for
+//! other guardrails to check (its entry grants it: `[guardrail.flags] set`).
 //!
 //! Build: `cargo build --release --target wasm32-wasip2`
 //! Test:  `cargo test` (native, the SDK's in-memory host) and `sandrail test`
 //!        (cases.toml, the built component in the real sandbox).
 
-use sandrail_guest::{Event, Guardrail, Result, Verdict, state};
+use sandrail_guest::{Event, Guardrail, Result, Verdict, flags, state};
 use serde::Deserialize;
 
 /// The entry's `[guardrail.config]`.
@@ -25,6 +26,8 @@ impl Default for Config {
 
 /// The state key counting the keys seen in this session.
 const KEYS_SEEN: &str = "keys-seen";
+/// The session flag it sets when it sees a key.
+const KEY_FLAG: &str = "aws-key-written";
 
 struct Guard;
 
@@ -37,6 +40,7 @@ impl Guardrail for Guard {
         if written.into_iter().any(holds_aws_key) {
             let seen: u32 = state::get(KEYS_SEEN)?.unwrap_or(0) + 1;
             state::set(KEYS_SEEN, &seen)?;
+            flags::set(KEY_FLAG)?;
             return Ok(Verdict::violation(
                 "aws-key",
                 "This write holds an AWS access key id; read the key from the environment instead.",
@@ -87,6 +91,16 @@ mod tests {
         let verdict = testing::evaluate::<Guard>(&write(KEY)).unwrap();
         assert!(matches!(verdict, Verdict::Violation(v) if v.rule == "aws-key"));
         assert_eq!(testing::state_value::<u32>(KEYS_SEEN), Some(1));
+        assert!(testing::flag_is_set(KEY_FLAG));
+    }
+
+    #[test]
+    fn an_ungranted_flag_fails_the_guardrail() {
+        // Without the grant the host refuses the flag; the guardrail then fails,
+        // which its entry's `on_error` decides about. Here: the error surfaces.
+        testing::grant_flags(&[], &[], &[]);
+        let failed = testing::evaluate::<Guard>(&write(KEY)).unwrap_err();
+        assert!(failed.to_string().contains("aws-key-written"), "{failed}");
     }
 
     #[test]
@@ -102,5 +116,6 @@ mod tests {
     fn plain_writes_pass() {
         assert_eq!(testing::evaluate::<Guard>(&write("hello")).unwrap(), Verdict::pass());
         assert!(testing::state_entries().is_empty());
+        assert!(!testing::flag_is_set(KEY_FLAG));
     }
 }

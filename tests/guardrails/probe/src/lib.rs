@@ -1,7 +1,7 @@
 //! A guardrail for the integration tests: its `config.action` says what to do, so one
 //! component exercises every path of the host — state, isolation, limits, failures.
 
-use sandrail_guest::{Event, Guardrail, Result, Verdict, flags, log, state};
+use sandrail_guest::{Event, Guardrail, Result, Verdict, escalation, flags, log, state};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -158,6 +158,22 @@ impl Guardrail for Probe {
                 println!("to stdout");
                 eprintln!("to stderr");
                 Verdict::pass()
+            }
+            // A violation of rule `key` on a command holding "bad"; otherwise a
+            // note of how the host answered this guardrail's rules so far.
+            "standing" => {
+                if event.command().is_some_and(|c| c.contains("bad")) {
+                    Verdict::violation(config.key, config.value)
+                } else {
+                    let shown: Vec<String> = escalation::rules()?
+                        .iter()
+                        .map(|r| {
+                            let level = r.level.map_or("none", |l| l.name());
+                            format!("{}={}/{level}/refuses:{}", r.rule, r.count, r.refuses())
+                        })
+                        .collect();
+                    Verdict::note(format!("standing: {}", shown.join(",")))
+                }
             }
             "note" => Verdict::note(config.value),
             "deny" => Verdict::deny(config.value),

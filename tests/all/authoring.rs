@@ -1,0 +1,369 @@
+//! The guardrail author's loop: `sandrail new` writes a project that builds,
+//! `cargo test` runs its stateful code natively on the SDK's in-memory host, and
+//! `sandrail test` runs its cases against the built component in the real sandbox
+//! — in Rust, Python and JavaScript.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// The repository's root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ sits in the root")
+        .to_path_buf()
+}
+
+/// One target directory for every scaffolded crate, so the SDK and its
+/// dependencies are compiled once per checkout, not once per test run.
+fn scaffold_target() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target")
+}
+
+/// `cargo` in `dir` with the scaffold target directory, offline: the
+/// workspace's build already fetched everything a scaffold depends on.
+fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(dir)
+        .args(args)
+        .arg("--offline")
+        .env("CARGO_TARGET_DIR", scaffold_target())
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET");
+    cmd.output().expect("run cargo")
+}
+
+fn sandrail_in(project: &Project, dir: &Path, args: &[&str]) -> Run {
+    let mut cmd = project.cmd();
+    cmd.current_dir(dir).args(args);
+    Run(cmd.output().expect("run sandrail"))
+}
+
+/// The round trip: `new` outside the repository, then `cargo test` (native, with
+/// state and flags), the component build and `sandrail test`; then the same
+/// cases made wrong, and a run with no case, each failing with what was wrong.
+#[test]
+fn new_builds_tests_natively_and_passes_its_cases_outside_the_repository() {
+    let project = Project::new();
+    let dir = project.root.path().join("no-aws-keys");
+    let made = project.run(&["new", "no-aws-keys", "--path", &dir.display().to_string()]);
+    assert!(made.ok(), "{}", made.stderr());
+    assert!(
+        made.stdout()
+            .contains("cargo build --release --target wasm32-wasip2")
+    );
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+    let sdk = root().join("guest-sdk");
+    assert!(
+        manifest.contains(&format!(
+            "sandrail-guest = {{ path = {:?} }}",
+            sdk.display().to_string()
+        )),
+        "outside the checkout the SDK is named by its absolute path:\n{manifest}"
+    );
+    // The versions the workspace resolved, so the build needs nothing new.
+    std::fs::copy(root().join("Cargo.lock"), dir.join("Cargo.lock")).expect("lock");
+
+    let native = cargo(&dir, &["test"]);
+    let out = String::from_utf8_lossy(&native.stdout);
+    assert!(
+        native.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
+    assert!(out.contains("test result: ok. 4 passed"), "{out}");
+
+    let built = cargo(&dir, &["build", "--release", "--target", "wasm32-wasip2"]);
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    // The cases name the component where a plain `cargo build` leaves it.
+    let artifact = Path::new("target/wasm32-wasip2/release/no_aws_keys.wasm");
+    std::fs::create_dir_all(dir.join(artifact.parent().expect("dir"))).expect("dir");
+    std::fs::copy(
+        scaffold_target().join("wasm32-wasip2/release/no_aws_keys.wasm"),
+        dir.join(artifact),
+    )
+    .expect("component");
+
+    let passed = sandrail_in(&project, &dir, &["test"]);
+    assert!(passed.ok(), "{}\n{}", passed.stdout(), passed.stderr());
+    assert!(
+        passed.stdout().contains("2 cases: 2 passed, 0 failed"),
+        "{}",
+        passed.stdout()
+    );
+    assert!(
+        passed
+            .stdout()
+            .contains("verdicts exercised: pass 1, violation 4")
+    );
+    let json = sandrail_in(&project, &dir, &["test", "--json"]);
+    let report: Value = serde_json::from_str(&json.stdout()).expect("JSON report");
+    assert_eq!(report["passed"], 2);
+    assert_eq!(report["failed"], 0);
+
+    // A wrong expectation fails the run and says what was expected and got.
+    let cases = std::fs::read_to_string(dir.join("cases.toml")).expect("cases");
+    std::fs::write(
+        dir.join("wrong.toml"),
+        cases.replace("keys-seen = 1 }", "keys-seen = 7 }"),
+    )
+    .expect("wrong cases");
+    let failed = sandrail_in(&project, &dir, &["test", "wrong.toml"]);
+    assert_eq!(failed.code(), Some(1), "{}", failed.stdout());
+    let out = failed.stdout();
+    assert!(
+        out.contains("FAIL  wrong.toml: a key in a write is refused"),
+        "{out}"
+    );
+    assert!(out.contains("state.keys-seen: expected 7"), "{out}");
+    assert!(out.contains("got 1"), "{out}");
+    assert!(out.contains("1 failed"), "{out}");
+
+    // A run that runs no case is a failure, not a pass.
+    let first_entry = cases.split("[[case]]").next().expect("entry");
+    std::fs::write(dir.join("empty.toml"), first_entry).expect("empty cases");
+    let empty = sandrail_in(&project, &dir, &["test", "empty.toml"]);
+    assert_eq!(empty.code(), Some(1));
+    assert!(empty.stderr().contains("no case ran"), "{}", empty.stderr());
+}
+
+/// A case file that cannot be run says why, and runs nothing.
+#[test]
+fn a_case_file_that_cannot_run_says_what_is_wrong() {
+    let project = Project::new();
+    let dir = project.dir();
+    let entry = "[[guardrail]]\nname = \"g\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\n";
+    for (text, said) in [
+        (
+            format!("{entry}[[case]]\nname = \"x\"\n[[case.event]]\ntool = \"Bash\"\n"),
+            "expects nothing",
+        ),
+        (
+            format!(
+                "{entry}[[case]]\nname = \"x\"\n[[case.event]]\ntool = \"Bash\"\nexpect = {{ decision = \"refuse\" }}\n"
+            ),
+            "decision `refuse` is none of allow, deny, ask, block",
+        ),
+        (
+            format!("{entry}data = [\"../secret\"]\n"),
+            "must lie beside the file or below it",
+        ),
+        (
+            "[[case]]\nname = \"x\"\n".to_owned(),
+            "no [[guardrail]] entry",
+        ),
+    ] {
+        std::fs::write(dir.join("cases.toml"), &text).expect("cases");
+        let run = project.run(&["test"]);
+        assert_eq!(run.code(), Some(1), "{text}");
+        assert!(run.stderr().contains(said), "{text}\n{}", run.stderr());
+    }
+    std::fs::remove_file(dir.join("cases.toml")).expect("rm");
+    let none = project.run(&["test"]);
+    assert_eq!(none.code(), Some(1));
+    assert!(
+        none.stderr().contains("no cases.toml here"),
+        "{}",
+        none.stderr()
+    );
+}
+
+/// Every bundled guardrail's own cases, and the authoring guide's worked
+/// examples, pass through the real binary.
+#[test]
+fn the_bundled_guardrails_and_the_guides_examples_pass_their_cases() {
+    let project = Project::new();
+    let plugins = root().join("plugins");
+    let mut files: Vec<String> = std::fs::read_dir(&plugins)
+        .expect("plugins")
+        .filter_map(|e| e.ok().map(|e| e.path().join("cases.toml")))
+        .filter(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files.len(),
+        7,
+        "every bundled guardrail has cases: {files:?}"
+    );
+    let examples = root().join("docs/examples").display().to_string();
+    let mut args = vec!["test", "--json", &examples];
+    args.extend(files.iter().map(String::as_str));
+    let run = project.run(&args);
+    let report: Value = serde_json::from_str(&run.stdout()).expect("JSON report");
+    assert!(run.ok(), "{report:#}\n{}", run.stderr());
+    assert_eq!(report["failed"], 0);
+    assert!(report["ran"].as_u64().expect("ran") >= 18, "{report:#}");
+    for verdict in ["pass", "note", "violation", "held", "enter", "stay"] {
+        assert!(
+            report["verdicts"][verdict].as_u64().is_some(),
+            "{verdict}: {report:#}"
+        );
+    }
+}
+
+/// The examples under examples/ are what `sandrail new` writes there, so the
+/// scaffold and the documented examples cannot drift apart.
+#[test]
+fn the_examples_are_what_new_writes() {
+    let project = Project::new();
+    for (name, lang, files) in [
+        (
+            "rust-guardrail",
+            "rust",
+            &["Cargo.toml", "src/lib.rs", "cases.toml", "README.md"][..],
+        ),
+        (
+            "python-guardrail",
+            "python",
+            &["app.py", "cases.toml", "README.md"][..],
+        ),
+        (
+            "js-guardrail",
+            "js",
+            &["app.js", "package.json", "cases.toml", "README.md"][..],
+        ),
+    ] {
+        // Written at the same depth inside the checkout (target/new-…), so the
+        // relative paths to the SDK and the contract match.
+        let scratch = tempfile::Builder::new()
+            .prefix("new-")
+            .tempdir_in(root().join("target"))
+            .expect("scratch in the checkout");
+        let dir = scratch.path().to_path_buf();
+        let run = project.run(&[
+            "new",
+            name,
+            "--lang",
+            lang,
+            "--path",
+            &dir.display().to_string(),
+        ]);
+        assert!(run.ok(), "{}", run.stderr());
+        for file in files {
+            let written = std::fs::read_to_string(dir.join(file)).expect("written");
+            let example = std::fs::read_to_string(root().join("examples").join(name).join(file))
+                .expect("example");
+            assert_eq!(
+                written, example,
+                "examples/{name}/{file} differs from what `sandrail new` writes"
+            );
+        }
+    }
+}
+
+/// Where a guardrail toolchain is, or `None` (the test skips, unless
+/// `SANDRAIL_REQUIRE_POLYGLOT=1`, which `.ci/run` sets after installing them).
+fn toolchain(name: &str, candidates: &[PathBuf], install: &str) -> Option<PathBuf> {
+    let found = candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join(name))
+                    .find(|p| p.is_file())
+            })
+        });
+    if found.is_none() {
+        let required = std::env::var_os("SANDRAIL_REQUIRE_POLYGLOT").is_some_and(|v| v == "1");
+        assert!(!required, "{name} is not installed: {install}");
+        eprintln!("skipped: {name} is not installed ({install})");
+    }
+    found
+}
+
+/// Builds an example in a copy of its directory and runs its cases there.
+fn build_and_test(example: &str, build: impl FnOnce(&Path) -> std::process::Output) {
+    let project = Project::new();
+    let dir = project.root.path().join(example);
+    std::fs::create_dir_all(&dir).expect("dir");
+    for entry in std::fs::read_dir(root().join("examples").join(example)).expect("example") {
+        let path = entry.expect("entry").path();
+        if path.is_file() {
+            std::fs::copy(&path, dir.join(path.file_name().expect("name"))).expect("copy");
+        }
+    }
+    let built = build(&dir);
+    assert!(
+        built.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&built.stdout),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let run = sandrail_in(&project, &dir, &["test", "--json"]);
+    let report: Value = serde_json::from_str(&run.stdout()).expect("JSON report");
+    assert!(run.ok(), "{report:#}\n{}", run.stderr());
+    assert_eq!(report["passed"], 2, "{report:#}");
+    assert_eq!(report["verdicts"]["violation"], 4, "{report:#}");
+    assert_eq!(report["verdicts"]["pass"], 1, "{report:#}");
+}
+
+/// The Python guardrail (componentize-py) refuses what the Rust one does.
+#[test]
+fn the_python_guardrail_refuses_what_it_should() {
+    let Some(componentize_py) = toolchain(
+        "componentize-py",
+        &[root().join("target/polyglot/venv/bin/componentize-py")],
+        "pip install componentize-py==0.25.1",
+    ) else {
+        return;
+    };
+    build_and_test("python-guardrail", |dir| {
+        Command::new(componentize_py)
+            .current_dir(dir)
+            .arg("-d")
+            .arg(root().join("wit"))
+            .args([
+                "-w",
+                "guardrail",
+                "componentize",
+                "app",
+                "-o",
+                "guardrail.wasm",
+            ])
+            .output()
+            .expect("run componentize-py")
+    });
+}
+
+/// The JavaScript guardrail (ComponentizeJS) refuses what the Rust one does.
+#[test]
+fn the_javascript_guardrail_refuses_what_it_should() {
+    let Some(componentize_js) = toolchain(
+        "componentize-js",
+        &[root().join("examples/js-guardrail/node_modules/.bin/componentize-js")],
+        "npm ci --prefix examples/js-guardrail",
+    ) else {
+        return;
+    };
+    build_and_test("js-guardrail", |dir| {
+        Command::new(componentize_js)
+            .current_dir(dir)
+            .arg("app.js")
+            .arg("--wit")
+            .arg(root().join("wit"))
+            .args([
+                "--world-name",
+                "guardrail",
+                "--disable",
+                "stdio",
+                "random",
+                "clocks",
+                "http",
+                "fetch-event",
+            ])
+            .args(["-o", "guardrail.wasm"])
+            .output()
+            .expect("run componentize-js")
+    });
+}
