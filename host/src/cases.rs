@@ -189,10 +189,7 @@ impl CaseFile {
                     }
                     // Copied beside the case's config under the same name, so it
                     // must stay below it.
-                    if path
-                        .components()
-                        .any(|c| !matches!(c, std::path::Component::Normal(_)))
-                    {
+                    if !stays_below(grant) {
                         return Err(invalid(format!(
                             "data grant {grant:?}: in a case file a relative grant must lie beside the file or below it (no `..`); move the file there or give an absolute path"
                         )));
@@ -241,6 +238,12 @@ fn check_case(case: &Case) -> Result<(), String> {
                 "give `tool` and `input`, an `event`, or a whole `payload`".into(),
             ));
         }
+        // Written into the case's scratch project: never outside it.
+        if let Some(path) = step.files.keys().find(|p| !stays_below(p)) {
+            return Err(at(format!(
+                "files: {path:?} must be relative to the case's project and stay in it (no `..`, not absolute)"
+            )));
+        }
         if let Some(d) = &step.expect.decision
             && !DECISIONS.contains(&d.as_str())
         {
@@ -266,6 +269,16 @@ fn check_case(case: &Case) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether `path` is relative and names something below where it is joined:
+/// only plain names, no `..`, no root.
+fn stays_below(path: &str) -> bool {
+    let path = Path::new(path);
+    !path.as_os_str().is_empty()
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
 }
 
 impl Step {
@@ -418,10 +431,10 @@ pub fn check(expect: &Expect, observed: &Observed, under_test: &str) -> Vec<Mism
     {
         differ("decision", want.clone(), observed.decision().to_owned());
     }
-    if let Some(want) = &expect.verdict {
-        if observed.verdict(under_test) != Some(want.as_str()) {
-            differ("verdict", want.clone(), observed.verdict_shown(under_test));
-        }
+    if let Some(want) = &expect.verdict
+        && observed.verdict(under_test) != Some(want.as_str())
+    {
+        differ("verdict", want.clone(), observed.verdict_shown(under_test));
     }
     let (rule, level) = observed.violation();
     if let Some(want) = &expect.rule
@@ -514,6 +527,25 @@ mod tests {
         );
         assert_eq!(found[3].expected, "3");
         assert_eq!(found[3].got, "2");
+    }
+
+    #[test]
+    fn files_a_case_writes_stay_in_its_project() {
+        for path in ["../escape", "/etc/passwd", "a/../../b", ""] {
+            let case: Case = toml::from_str(&format!(
+                "name = 'x'\n[[event]]\ntool = 'Bash'\nfiles = {{ {path:?} = 'x' }}\nexpect = {{ decision = 'allow' }}\n"
+            ))
+            .unwrap();
+            assert!(
+                check_case(&case).unwrap_err().contains("stay in it"),
+                "{path}"
+            );
+        }
+        let fine: Case = toml::from_str(
+            "name = 'x'\n[[event]]\ntool = 'Bash'\nfiles = { 'reports/a.md' = 'x' }\nexpect = { decision = 'allow' }\n",
+        )
+        .unwrap();
+        assert!(check_case(&fine).is_ok());
     }
 
     #[test]

@@ -116,6 +116,9 @@ pub fn reaches(import: &str) -> &'static str {
         "sandrail:guardrail/cycle" => {
             "read-only: the session's span since the read mark, and the states of the contexts its entry requires"
         }
+        "sandrail:guardrail/escalation" => {
+            "read-only: the counts, levels and overrides of its own rules in the session"
+        }
         "sandrail:guardrail/log" => {
             "sandrail's stderr, prefixed with its name, within its log_kib per event"
         }

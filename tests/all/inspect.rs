@@ -22,9 +22,9 @@ fn inspect_a_builtin_under_the_embedded_default() {
     let out = run.stdout();
     for line in [
         format!("sha256     {sha}"),
-        "world      sandrail:guardrail/guardrail@0.1.3".to_owned(),
+        "world      sandrail:guardrail/guardrail@0.1.4".to_owned(),
         "loads      yes".to_owned(),
-        "  sandrail:guardrail/types@0.1.3  event-kind, turn, event, violation, verdict".to_owned(),
+        "  sandrail:guardrail/types@0.1.4  event-kind, turn, event, violation, verdict".to_owned(),
         "  evaluate  func".to_owned(),
         "under (embedded default)".to_owned(),
         "  guardrail 'destructive-commands'".to_owned(),
@@ -155,4 +155,23 @@ consume = ["approved"]
         "{probe}"
     );
     assert_eq!(value["gate"], "observe");
+}
+
+/// A component that reads its rules' standing (contract 0.1.4) shows the import,
+/// and an auditor reads what it reaches.
+#[test]
+fn inspect_says_what_the_escalation_import_reaches() {
+    let project = Project::new();
+    let run = project.run(&["inspect", PROBE]);
+    assert!(run.ok(), "{}", run.stderr());
+    let out = run.stdout();
+    assert!(
+        out.contains("  sandrail:guardrail/escalation@0.1.4"),
+        "{out}"
+    );
+    assert!(
+        out.contains("read-only: the counts, levels and overrides of its own rules in the session"),
+        "{out}"
+    );
+    assert!(!out.contains("not provided by sandrail"), "{out}");
 }
