@@ -22,6 +22,11 @@
 //! Build it with `cargo build --release --target wasm32-wasip2`; the `.wasm` file in
 //! `target/wasm32-wasip2/release/` is the component sandrail loads.
 //!
+//! Native unit tests run the guardrail's code as it is, `state` and `flags`
+//! included, on an in-memory host: see [`testing`]. `sandrail test` then runs
+//! case files against the built component in the real sandbox
+//! (docs/authoring.md).
+//!
 //! A guardrail whose config can be wrong in ways worth reporting before any event
 //! (rules in a language of their own, say) also implements [`Configure`] and is
 //! exported with [`export_configurable!`] instead: `sandrail check-config` then
@@ -133,6 +138,16 @@ pub mod context_bindings {
 
 #[doc(hidden)]
 pub use wit_bindgen as __wit_bindgen;
+
+/// The README's Rust snippets, compiled and run as doc tests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeSnippets;
+
+/// The authoring guide's Rust snippets, likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/authoring.md")]
+struct AuthoringSnippets;
 
 pub use configurable_bindings::exports::sandrail::guardrail::configure::{Needs, Problem};
 pub use context_bindings::exports::sandrail::guardrail::context::Transition;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use crate::locations::Places;
 use crate::receipts::otlp::Exporter;
-use crate::runtime::{Prepared, Runtime};
+use crate::runtime::{LoadError, Prepared, Runtime};
 
 /// Where the compiled components come from, and where the process keeps its
 /// files and finds its policy.
@@ -55,6 +55,15 @@ impl Engine {
 
     pub fn exporter(&self) -> Option<&Exporter> {
         self.exporter.as_ref()
+    }
+
+    /// Reads a guardrail's component for an event: from its source each time for
+    /// the one-shot hook; the resident runtime remembers what it has compiled.
+    pub fn prepare(&self, guardrail: &crate::config::Guardrail) -> Result<Prepared, LoadError> {
+        match &self.resident {
+            None => crate::runtime::prepare_guardrail(guardrail),
+            Some(runtime) => runtime.prepare(guardrail),
+        }
     }
 
     /// A runtime that can run `components`.

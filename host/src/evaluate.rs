@@ -59,7 +59,7 @@ pub struct Dirs {
 pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine) -> Decision {
     let mut decision = Decision::default();
     confirm_asked(input, config, dirs);
-    let mut prepared = select(input, config, dirs, &mut decision);
+    let mut prepared = select(input, config, dirs, engine, &mut decision);
     // The session's counters advance with every tool call while a guardrail reads
     // them, whether or not a guardrail judges this one.
     let kept = runtime::kept_facts(config, dirs.cache.as_deref());
@@ -110,7 +110,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
     // At Stop, every context may have to leave: whether it is active is known once
     // the session is held.
     let mut leaving = if stopping {
-        contexts_that_may_leave(input, config, dirs)
+        contexts_that_may_leave(input, config, dirs, engine)
     } else {
         Vec::new()
     };
@@ -267,6 +267,7 @@ fn select<'c>(
     input: &HookInput,
     config: &'c Config,
     dirs: &Dirs,
+    engine: &Engine,
     decision: &mut Decision,
 ) -> Vec<(&'c Guardrail, Prepared)> {
     let mut matching = config.matching(input.kind, input.tool_name.as_deref());
@@ -279,7 +280,7 @@ fn select<'c>(
     }
     matching
         .into_iter()
-        .filter_map(|g| match runtime::prepare_guardrail(g) {
+        .filter_map(|g| match engine.prepare(g) {
             Ok(prepared) => Some((g, prepared)),
             Err(e) => {
                 cannot_run(decision, config, g, None, &e.to_string());
@@ -295,6 +296,7 @@ fn contexts_that_may_leave<'c>(
     input: &HookInput,
     config: &'c Config,
     dirs: &Dirs,
+    engine: &Engine,
 ) -> Vec<(&'c Guardrail, Result<Prepared, String>)> {
     let off = dirs
         .state
@@ -304,7 +306,7 @@ fn contexts_that_may_leave<'c>(
     config
         .contexts()
         .filter(|g| !off.contains(&g.name))
-        .map(|g| (g, runtime::prepare_guardrail(g).map_err(|e| e.to_string())))
+        .map(|g| (g, engine.prepare(g).map_err(|e| e.to_string())))
         .collect()
 }
 

@@ -43,6 +43,7 @@ pub use context::wit::Transition;
 pub use host::{HostState, MAX_DATA_BYTES};
 
 use crate::config::{Limits, Source};
+use crate::files::Identity;
 use crate::store::Keyspace;
 
 /// The contract this host serves, as WIT text: what `sandrail new` gives a
@@ -177,6 +178,19 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// What was found reading it, without its bytes: what a resident runtime
+    /// keeps of a component it has compiled.
+    fn without_bytes(&self) -> Prepared {
+        Prepared {
+            bytes: Cow::Borrowed(&[]),
+            sha256: self.sha256.clone(),
+            uses_state: self.uses_state,
+            configurable: self.configurable,
+            context: self.context,
+            imports: self.imports.clone(),
+        }
+    }
+
     /// Whether it reads the cycle (the span, the contexts it requires).
     pub fn reads_cycle(&self) -> bool {
         self.imports.iter().any(|i| i == context::CYCLE_INTERFACE)
@@ -235,6 +249,9 @@ pub struct Runtime {
     /// A resident runtime's loaded components, by content hash and entry kind:
     /// each is compiled and linked once for the life of the process.
     loaded: Option<std::sync::Mutex<std::collections::HashMap<(String, bool), Loaded>>>,
+    /// A resident runtime's policy copies already read, by path: the identity
+    /// each had then and what reading it found (without its bytes).
+    remembered: Option<std::sync::Mutex<std::collections::HashMap<PathBuf, (Identity, Prepared)>>>,
 }
 
 /// The executor of a runtime used by one thread (the one-shot hook, the commands).
@@ -288,6 +305,7 @@ impl Runtime {
             .map_err(|e| wasmtime::format_err!("cannot start the executor: {e}"))?;
         let mut runtime = Runtime::linking(cache_dir, &|_| true, executor)?;
         runtime.loaded = Some(Default::default());
+        runtime.remembered = Some(Default::default());
         Ok(runtime)
     }
 
@@ -326,6 +344,52 @@ impl Runtime {
             needs_cache,
             executor,
             loaded: None,
+            remembered: None,
+        })
+    }
+
+    /// [`prepare_guardrail`] for this runtime. A resident runtime does not read,
+    /// hash and scan again a policy's copy of a component it has compiled and
+    /// linked, while the copy's identity is what it was when read: a write moves
+    /// the file's change time, which only root can set back. What a large
+    /// component costs per event is then its instance, not its size.
+    pub fn prepare(&self, guardrail: &crate::config::Guardrail) -> Result<Prepared, LoadError> {
+        let (Some(remembered), Some(crate::policy::Frozen::Copy { blob, .. })) =
+            (&self.remembered, &guardrail.frozen)
+        else {
+            return prepare_guardrail(guardrail);
+        };
+        let lock = || {
+            remembered
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let identity = Identity::of(blob).ok();
+        if let Some(identity) = &identity {
+            let known = lock()
+                .get(blob)
+                .filter(|(was, _)| was.same(identity))
+                .map(|(_, known)| known.without_bytes());
+            if let Some(known) = known
+                && self.holds(&known)
+            {
+                return admit(guardrail, known);
+            }
+        }
+        let prepared = prepare_guardrail(guardrail)?;
+        if let Some(identity) = identity {
+            lock().insert(blob.clone(), (identity, prepared.without_bytes()));
+        }
+        Ok(prepared)
+    }
+
+    /// Whether this runtime has the component compiled and linked.
+    fn holds(&self, prepared: &Prepared) -> bool {
+        self.loaded.as_ref().is_some_and(|loaded| {
+            loaded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains_key(&(prepared.sha256.clone(), prepared.context))
         })
     }
 
@@ -752,8 +816,7 @@ pub fn cached_needs(
 /// entry in `sandrail.lock`, and is not read at all when the lock cannot vouch
 /// for it.
 pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepared, LoadError> {
-    use crate::lock::Locked;
-    if let Some(Locked::Unusable(why)) = &guardrail.locked {
+    if let Some(crate::lock::Locked::Unusable(why)) = &guardrail.locked {
         return Err(LoadError::LockUnusable(why.clone()));
     }
     let prepared = match &guardrail.frozen {
@@ -765,6 +828,16 @@ pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepare
         }
         None => prepare(&guardrail.source, guardrail.sha256.as_deref())?,
     };
+    admit(guardrail, prepared)
+}
+
+/// Whether the entry may run what was prepared for it: the lock is usable, the
+/// component is the kind the entry says, and it is what the lock pins.
+fn admit(guardrail: &crate::config::Guardrail, prepared: Prepared) -> Result<Prepared, LoadError> {
+    use crate::lock::Locked;
+    if let Some(Locked::Unusable(why)) = &guardrail.locked {
+        return Err(LoadError::LockUnusable(why.clone()));
+    }
     if prepared.context != guardrail.is_context() {
         let (built, export) = if prepared.context {
             ("context", "context")

@@ -607,3 +607,44 @@ fn a_required_server_fails_closed_and_paths_travel_whole() {
     plain.env("CLAUDE_PROJECT_DIR", &odd).current_dir(&odd);
     assert_eq!(project.hook_with(plain, b"not json").code(), Some(2));
 }
+
+/// The server remembers the policy's copy of a component it has compiled, so a
+/// large component is not read, hashed and scanned on every event; a copy
+/// rewritten on disk is still noticed at the next event, and not run.
+#[test]
+fn a_served_component_copy_rewritten_on_disk_is_noticed_and_not_run() {
+    let project = Project::new();
+    project.config(&format!(
+        "[[guardrail]]\nname = \"noter\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\non_error = \"deny\"\n[guardrail.config]\naction = \"note\"\nvalue = \"judged by the copy\"\n"
+    ));
+    let server = Server::start(&project);
+    for _ in 0..3 {
+        let answer = server.post(&project, &bash("sess-copy", "ls"));
+        assert_eq!(answer.status, 200);
+        assert!(
+            answer.body.contains("judged by the copy"),
+            "{}",
+            answer.body
+        );
+    }
+    let sha = sandrail::sha256_hex(&std::fs::read(PROBE).expect("probe"));
+    let blob = project.state_dir().join("policy/blobs").join(sha);
+    assert!(blob.is_file(), "the session runs its policy's copy");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&blob, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    std::fs::write(&blob, b"(component) not the one the policy holds").expect("rewrite");
+    let answer = server.post(&project, &bash("sess-copy", "ls"));
+    let json = answer.json();
+    assert_eq!(
+        json["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{}",
+        answer.body
+    );
+    assert!(
+        !answer.body.contains("judged by the copy"),
+        "{}",
+        answer.body
+    );
+}
