@@ -58,9 +58,12 @@ pub struct CaseFile {
     pub path: PathBuf,
     /// The sandrail.toml the cases run under, component sources made absolute.
     pub config: String,
-    /// The data files its entries grant, relative to the case file: copied beside
-    /// the config so each entry reads them by the name it gives.
-    pub data: Vec<String>,
+    /// The same, parsed: which events it wakes a guardrail for.
+    pub parsed: crate::config::Config,
+    /// The files its config names relative to itself — data grants, the
+    /// mandate — relative to the case file: copied beside the config so each is
+    /// read by the name the config gives.
+    pub copies: Vec<String>,
     /// The first entry's name: whose state `expect.state` reads and whose
     /// verdicts are counted.
     pub under_test: String,
@@ -170,7 +173,7 @@ impl CaseFile {
             .and_then(toml::Value::as_str)
             .ok_or_else(|| invalid("the first [[guardrail]] has no `name`".into()))?
             .to_owned();
-        let mut data = Vec::new();
+        let mut copies = Vec::new();
         let mut entries = Vec::new();
         for entry in &raw.guardrail {
             let mut entry = entry.clone();
@@ -187,20 +190,18 @@ impl CaseFile {
                     if path.is_absolute() {
                         continue;
                     }
-                    // Copied beside the case's config under the same name, so it
-                    // must stay below it.
-                    if !stays_below(grant) {
-                        return Err(invalid(format!(
-                            "data grant {grant:?}: in a case file a relative grant must lie beside the file or below it (no `..`); move the file there or give an absolute path"
-                        )));
-                    }
-                    data.push(grant.to_owned());
+                    copies.push(copied(grant, "data grant").map_err(invalid)?);
                 }
             }
             entries.push(toml::Value::Table(entry));
         }
         let mut config = toml::Table::new();
         if let Some(settings) = raw.settings {
+            if let Some(toml::Value::String(mandate)) = settings.get("mandate")
+                && Path::new(mandate).is_relative()
+            {
+                copies.push(copied(mandate, "settings.mandate").map_err(invalid)?);
+            }
             config.insert("settings".into(), toml::Value::Table(settings));
         }
         config.insert("guardrail".into(), toml::Value::Array(entries));
@@ -210,21 +211,51 @@ impl CaseFile {
         receipts.insert("syslog".into(), toml::Value::Boolean(false));
         config.insert("receipts".into(), toml::Value::Table(receipts));
         let config = toml::to_string(&config).map_err(|e| invalid(e.to_string()))?;
+        // A config the hook could not use would run the embedded default instead,
+        // and every case expecting "allow" would pass: refuse it here.
+        let parsed = crate::config::Config::parse(
+            &config,
+            crate::config::Origin::File(path.to_owned()),
+            Some(&base),
+        )
+        .map_err(|e| invalid(format!("its config cannot be used: {e}")))?;
+        let reserved: Vec<&str> = [CONFIG_FILE, LOCK_FILE]
+            .into_iter()
+            .chain(copies.iter().map(String::as_str))
+            .collect();
         for (i, case) in raw.cases.iter().enumerate() {
-            check_case(case)
+            check_case(case, &reserved)
                 .map_err(|why| invalid(format!("case {} ({}): {why}", i + 1, case.name)))?;
         }
         Ok(CaseFile {
             path: path.to_owned(),
             config,
-            data,
+            parsed,
+            copies,
             under_test,
             cases: raw.cases,
         })
     }
 }
 
-fn check_case(case: &Case) -> Result<(), String> {
+/// The name the case's config is written under, in its scratch project.
+pub const CONFIG_FILE: &str = "sandrail.toml";
+/// The lock beside it, which a case may not write either.
+const LOCK_FILE: &str = "sandrail.lock";
+
+/// A file the config names relative to itself, which is copied beside the
+/// case's config under the same name: it must stay below the case file.
+fn copied(path: &str, what: &str) -> Result<String, String> {
+    if stays_below(path) {
+        Ok(path.to_owned())
+    } else {
+        Err(format!(
+            "{what} {path:?}: in a case file a relative path must lie beside the file or below it (no `..`); move the file there or give an absolute path"
+        ))
+    }
+}
+
+fn check_case(case: &Case, reserved: &[&str]) -> Result<(), String> {
     if case.events.is_empty() {
         return Err("no [[case.event]]".into());
     }
@@ -238,10 +269,34 @@ fn check_case(case: &Case) -> Result<(), String> {
                 "give `tool` and `input`, an `event`, or a whole `payload`".into(),
             ));
         }
-        // Written into the case's scratch project: never outside it.
+        // Written into the case's scratch project: never outside it, and never
+        // over the config the case runs under or a file it copied.
         if let Some(path) = step.files.keys().find(|p| !stays_below(p)) {
             return Err(at(format!(
                 "files: {path:?} must be relative to the case's project and stay in it (no `..`, not absolute)"
+            )));
+        }
+        if let Some(path) = step.files.keys().find(|p| {
+            reserved
+                .iter()
+                .any(|r| Path::new(p.as_str()) == Path::new(r))
+        }) {
+            return Err(at(format!(
+                "files: {path:?} is the case's own config (or a file it copies); change the [[guardrail]] entries instead"
+            )));
+        }
+        if let Some(payload) = &step.payload
+            && !payload.is_object()
+        {
+            return Err(at(
+                "payload: a hook payload is a JSON object (a table)".into()
+            ));
+        }
+        if let Some(event) = &step.event
+            && crate::event::EventKind::from_name(event).is_none()
+        {
+            return Err(at(format!(
+                "event `{event}` is no hook event sandrail judges (PreToolUse, PostToolUse, UserPromptSubmit, Stop, …)"
             )));
         }
         if let Some(d) = &step.expect.decision
@@ -279,6 +334,19 @@ fn stays_below(path: &str) -> bool {
         && path
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+impl CaseFile {
+    /// Whether `payload` is an event some guardrail of the config judges: the
+    /// hook then writes a receipt for it (and none for an event nothing wakes).
+    pub fn wakes(&self, payload: &Value) -> bool {
+        let kind = payload
+            .get("hook_event_name")
+            .and_then(Value::as_str)
+            .and_then(crate::event::EventKind::from_name);
+        let tool = payload.get("tool_name").and_then(Value::as_str);
+        kind.is_none_or(|kind| !self.parsed.matching(kind, tool).is_empty())
+    }
 }
 
 impl Step {
@@ -436,6 +504,17 @@ pub fn check(expect: &Expect, observed: &Observed, under_test: &str) -> Vec<Mism
     {
         differ("verdict", want.clone(), observed.verdict_shown(under_test));
     }
+    // A guardrail under test that could not judge fails the case, whatever else
+    // it expects: a missing component must not pass as "allow".
+    let unjudged = matches!(observed.verdict(under_test), Some("not-run" | "failed"));
+    let expects_unjudged = matches!(expect.verdict.as_deref(), Some("not-run" | "failed"));
+    if unjudged && !expects_unjudged && expect.verdict.is_none() {
+        differ(
+            "verdict",
+            format!("a judgement from `{under_test}`"),
+            observed.verdict_shown(under_test),
+        );
+    }
     let (rule, level) = observed.violation();
     if let Some(want) = &expect.rule
         && rule != Some(want.as_str())
@@ -530,6 +609,26 @@ mod tests {
     }
 
     #[test]
+    fn a_guardrail_that_could_not_judge_fails_the_case_unless_expected() {
+        let mut not_run = observed("allow", "not-run", None);
+        if let Some(receipt) = &mut not_run.receipt {
+            receipt.guardrails[0].reason = Some("g.wasm does not exist".into());
+        }
+        let allow = Expect {
+            decision: Some("allow".into()),
+            ..Expect::default()
+        };
+        let found = check(&allow, &not_run, "g");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].got.contains("does not exist"), "{found:?}");
+        let expected = Expect {
+            verdict: Some("not-run".into()),
+            ..Expect::default()
+        };
+        assert!(check(&expected, &not_run, "g").is_empty());
+    }
+
+    #[test]
     fn files_a_case_writes_stay_in_its_project() {
         for path in ["../escape", "/etc/passwd", "a/../../b", ""] {
             let case: Case = toml::from_str(&format!(
@@ -537,7 +636,7 @@ mod tests {
             ))
             .unwrap();
             assert!(
-                check_case(&case).unwrap_err().contains("stay in it"),
+                check_case(&case, &[]).unwrap_err().contains("stay in it"),
                 "{path}"
             );
         }
@@ -545,12 +644,22 @@ mod tests {
             "name = 'x'\n[[event]]\ntool = 'Bash'\nfiles = { 'reports/a.md' = 'x' }\nexpect = { decision = 'allow' }\n",
         )
         .unwrap();
-        assert!(check_case(&fine).is_ok());
+        assert!(check_case(&fine, &[]).is_ok());
+        let over_config: Case = toml::from_str(
+            "name = 'x'\n[[event]]\ntool = 'Bash'\nfiles = { 'sandrail.toml' = '' }\nexpect = { decision = 'allow' }\n",
+        )
+        .unwrap();
+        let refused = check_case(&over_config, &["sandrail.toml"]).unwrap_err();
+        assert!(refused.contains("own config"), "{refused}");
     }
 
     #[test]
     fn a_case_that_expects_nothing_is_refused() {
         let case: Case = toml::from_str("name = 'x'\n[[event]]\ntool = 'Bash'\n").unwrap();
-        assert!(check_case(&case).unwrap_err().contains("expects nothing"));
+        assert!(
+            check_case(&case, &[])
+                .unwrap_err()
+                .contains("expects nothing")
+        );
     }
 }

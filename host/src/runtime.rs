@@ -353,6 +353,11 @@ impl Runtime {
     /// linked, while the copy's identity is what it was when read: a write moves
     /// the file's change time, which only root can set back. What a large
     /// component costs per event is then its instance, not its size.
+    ///
+    /// Only what was verified against the policy's sha256 is remembered, and the
+    /// compiled component is keyed by that sha256: a change the identity misses
+    /// (a write through a shared mapping to a page already dirty moves neither
+    /// time) leaves the server running the policy's own bytes, never others.
     pub fn prepare(&self, guardrail: &crate::config::Guardrail) -> Result<Prepared, LoadError> {
         let (Some(remembered), Some(crate::policy::Frozen::Copy { blob, .. })) =
             (&self.remembered, &guardrail.frozen)
@@ -837,6 +842,16 @@ fn admit(guardrail: &crate::config::Guardrail, prepared: Prepared) -> Result<Pre
     use crate::lock::Locked;
     if let Some(Locked::Unusable(why)) = &guardrail.locked {
         return Err(LoadError::LockUnusable(why.clone()));
+    }
+    // The entry's own pin, checked here too: a remembered component may have
+    // been prepared for another entry with the same bytes and no pin.
+    if let Some(expected) = guardrail.sha256.as_deref()
+        && expected != prepared.sha256
+    {
+        return Err(LoadError::PinMismatch {
+            expected: expected.to_owned(),
+            actual: prepared.sha256,
+        });
     }
     if prepared.context != guardrail.is_context() {
         let (built, export) = if prepared.context {

@@ -367,3 +367,44 @@ fn the_javascript_guardrail_refuses_what_it_should() {
             .expect("run componentize-js")
     });
 }
+
+/// A case passes only on events that were judged: a component that cannot be
+/// loaded, a config the hook could not use, or a payload the hook cannot read
+/// must not pass as "allow".
+#[test]
+fn a_case_whose_guardrail_never_judged_does_not_pass() {
+    let project = Project::new();
+    let dir = project.dir();
+    std::fs::write(dir.join("broken.wasm"), b"not a component").expect("component");
+    let case = "[[case]]\nname = \"ls is allowed\"\n[[case.event]]\ntool = \"Bash\"\ninput = { command = \"ls\" }\nexpect = { decision = \"allow\" }\n";
+    let entry = |source: &str, extra: &str| {
+        format!(
+            "[[guardrail]]\nname = \"g\"\nsource = \"{source}\"\nevents = [\"PreToolUse\"]\n{extra}{case}"
+        )
+    };
+    for (text, said) in [
+        (entry("broken.wasm", ""), "a judgement from `g`"),
+        (entry("missing.wasm", ""), "does not exist"),
+        (
+            entry(PROBE, "bogus_field = 1\n"),
+            "unknown field `bogus_field`",
+        ),
+        (
+            entry(
+                PROBE,
+                "[guardrail.config]\naction = \"note\"\nvalue = \"x\"\n",
+            )
+            .replace(
+                "tool = \"Bash\"\ninput = { command = \"ls\" }",
+                "payload = { hook_event_name = 7 }",
+            ),
+            "no receipt",
+        ),
+    ] {
+        std::fs::write(dir.join("cases.toml"), &text).expect("cases");
+        let run = project.run(&["test"]);
+        assert_eq!(run.code(), Some(1), "{text}\n{}", run.stdout());
+        let said_somewhere = format!("{}{}", run.stdout(), run.stderr());
+        assert!(said_somewhere.contains(said), "{text}\n{said_somewhere}");
+    }
+}

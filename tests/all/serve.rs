@@ -648,3 +648,27 @@ fn a_served_component_copy_rewritten_on_disk_is_noticed_and_not_run() {
         answer.body
     );
 }
+
+/// An entry's own `sha256` pin holds in the server as in the hook, also when the
+/// same bytes were compiled for another entry that has no pin.
+#[test]
+fn a_pin_holds_when_another_entry_runs_the_same_component() {
+    let project = Project::new();
+    let zeros = "0".repeat(64);
+    project.config(&format!(
+        "[[guardrail]]\nname = \"unpinned\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\n[guardrail.config]\naction = \"note\"\nvalue = \"unpinned ran\"\n\n[[guardrail]]\nname = \"pinned\"\nsource = \"{PROBE}\"\nsha256 = \"{zeros}\"\nevents = [\"PreToolUse\"]\non_error = \"deny\"\n[guardrail.config]\naction = \"note\"\nvalue = \"PINNED BYPASSED\"\n"
+    ));
+    let hook = project.hook(&bash("sess-pin-hook", "ls"));
+    assert!(hook.deny_reason().is_some(), "{}", hook.stdout());
+    let server = Server::start(&project);
+    for session in ["sess-pin-1", "sess-pin-1", "sess-pin-2"] {
+        let answer = server.post(&project, &bash(session, "ls"));
+        assert_eq!(
+            answer.json()["hookSpecificOutput"]["permissionDecision"],
+            "deny",
+            "{session}: {}",
+            answer.body
+        );
+        assert!(!answer.body.contains("PINNED BYPASSED"), "{}", answer.body);
+    }
+}

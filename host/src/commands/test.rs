@@ -114,13 +114,16 @@ fn run_case(hook: &Path, file: &CaseFile, case: &cases::Case) -> anyhow::Result<
     std::fs::create_dir_all(&project)?;
     std::fs::write(project.join("sandrail.toml"), &file.config)?;
     let base = file.path.parent().unwrap_or(Path::new("."));
-    for grant in &file.data {
-        let to = project.join(grant);
+    for name in &file.copies {
+        // Read as the host reads a data grant: a regular file, bounded, opened
+        // without blocking (a FIFO does not hang the run).
+        let bytes = sandrail::files::read_regular(&base.join(name), MAX_COPY_BYTES)
+            .with_context(|| format!("reading {name}, which the case's config names"))?;
+        let to = project.join(name);
         if let Some(dir) = to.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::copy(base.join(grant), &to)
-            .with_context(|| format!("copying the data file {grant} the config grants"))?;
+        std::fs::write(&to, bytes).with_context(|| format!("copying {name}"))?;
     }
     let transcript = scratch.path().join("transcript.jsonl");
     std::fs::write(&transcript, "")?;
@@ -143,7 +146,9 @@ fn run_case(hook: &Path, file: &CaseFile, case: &cases::Case) -> anyhow::Result<
         for (path, content) in &step.files {
             let to = project.join(path);
             if let Some(dir) = to.parent() {
-                std::fs::create_dir_all(dir)?;
+                std::fs::create_dir_all(dir).with_context(|| {
+                    format!("making the directory of {path} for event {}", i + 1)
+                })?;
             }
             std::fs::write(&to, content)
                 .with_context(|| format!("writing {path} for event {}", i + 1))?;
@@ -155,6 +160,19 @@ fn run_case(hook: &Path, file: &CaseFile, case: &cases::Case) -> anyhow::Result<
             .then(|| all.last().map(|(_, r)| r.clone()))
             .flatten();
         judged = all.len();
+        // The hook writes a receipt for every event that wakes a guardrail: none
+        // then means nothing was judged (an event it does not handle, a payload
+        // it could not read and refused or let through).
+        let ran = match (&receipt, ran.failed) {
+            (None, None) if file.wakes(&payload) => HookRun {
+                failed: Some(format!(
+                    "no receipt: {}",
+                    ran.refused.as_deref().unwrap_or(ran.stderr.trim())
+                )),
+                ..ran
+            },
+            (_, failed) => HookRun { failed, ..ran },
+        };
         let observed = Observed {
             receipt,
             state: state_of(&state, &session, &file.under_test)?,
@@ -169,7 +187,7 @@ fn run_case(hook: &Path, file: &CaseFile, case: &cases::Case) -> anyhow::Result<
                 0,
                 Mismatch {
                     field: "hook".into(),
-                    expected: "an answer".into(),
+                    expected: "the event judged".into(),
                     got: why,
                 },
             );
@@ -197,6 +215,9 @@ struct HookRun {
     /// The hook could not judge the event the way a harness needs (it crashed, or
     /// printed what is not JSON): why.
     failed: Option<String>,
+    /// It refused with exit 2 (the reason on stderr).
+    refused: Option<String>,
+    stderr: String,
 }
 
 /// Runs `sandrail hook` on one payload as the harness would: in the project, with
@@ -234,7 +255,7 @@ fn run_hook(
         Some(0) => serde_json::from_str::<serde_json::Value>(stdout.trim())
             .err()
             .map(|e| format!("an answer that is not JSON ({e}): {stdout}")),
-        // A refusal without JSON is an answer: the receipt says what it was.
+        // A refusal without JSON is an answer when a receipt says what it was.
         Some(2) => None,
         other => Some(format!(
             "exit {}: {}",
@@ -242,10 +263,18 @@ fn run_hook(
             stderr.trim()
         )),
     };
-    Ok(HookRun { failed })
+    let refused = (out.status.code() == Some(2)).then(|| stderr.trim().to_owned());
+    Ok(HookRun {
+        failed,
+        refused,
+        stderr: stderr.into_owned(),
+    })
 }
 
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest file a case's config names that is copied for it (the host reads
+/// a data grant up to 1 MiB; a mandate is smaller still).
+const MAX_COPY_BYTES: u64 = sandrail::runtime::MAX_DATA_BYTES;
 
 fn state_of(
     state_dir: &Path,
