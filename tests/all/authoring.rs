@@ -48,7 +48,9 @@ fn sandrail_in(project: &Project, dir: &Path, args: &[&str]) -> Run {
 /// cases made wrong, and a run with no case, each failing with what was wrong.
 #[test]
 fn new_builds_tests_natively_and_passes_its_cases_outside_the_repository() {
-    let project = Project::new();
+    // Two cargo builds load both cores: alone, so no other test's guardrail
+    // misses its deadline meanwhile.
+    let project = Project::alone();
     let dir = project.root.path().join("no-aws-keys");
     let made = project.run(&["new", "no-aws-keys", "--path", &dir.display().to_string()]);
     assert!(made.ok(), "{}", made.stderr());
@@ -284,7 +286,8 @@ fn toolchain(name: &str, candidates: &[PathBuf], install: &str) -> Option<PathBu
 
 /// Builds an example in a copy of its directory and runs its cases there.
 fn build_and_test(example: &str, build: impl FnOnce(&Path) -> std::process::Output) {
-    let project = Project::new();
+    // The toolchain and the first compile of a large component load the machine.
+    let project = Project::alone();
     let dir = project.root.path().join(example);
     std::fs::create_dir_all(&dir).expect("dir");
     for entry in std::fs::read_dir(root().join("examples").join(example)).expect("example") {
