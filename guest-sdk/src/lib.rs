@@ -139,7 +139,8 @@ pub mod context_bindings {
 #[doc(hidden)]
 pub use wit_bindgen as __wit_bindgen;
 
-/// The README's Rust snippets, compiled and run as doc tests so they stay true.
+/// The README's Rust snippets (if it shows any), compiled and run as doc tests
+/// so they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeSnippets;
@@ -148,6 +149,11 @@ struct ReadmeSnippets;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/authoring.md")]
 struct AuthoringSnippets;
+
+/// The contract reference's Rust snippets, likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/contract.md")]
+struct ContractSnippets;
 
 pub use configurable_bindings::exports::sandrail::guardrail::configure::{Needs, Problem};
 pub use context_bindings::exports::sandrail::guardrail::context::Transition;

@@ -3,7 +3,9 @@
 use std::fmt;
 
 /// A hook event kind. Names follow Claude Code's `hook_event_name`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum EventKind {
     SessionStart,
     UserPromptSubmit,

@@ -4,7 +4,8 @@
 //! guardrail — a sandboxed WebAssembly component — on it and answers in the
 //! harness's JSON. One module per concern:
 //!
-//! - [`protocol`]: the harness's hook payloads and answers
+//! - [`protocol`]: Claude Code's hook payloads and answers, the host's event model
+//! - [`harness`]: the other harnesses' payloads, answers and settings, read into it
 //! - [`event`]: the event kinds sandrail judges
 //! - [`config`]: `sandrail.toml` and the embedded default
 //! - [`facts`]: what the host derives about an event for every guardrail
@@ -14,6 +15,7 @@
 //!   from the agent
 //! - [`shell`]: what a shell command line runs, for the facts
 //! - [`transcript`]: reading the transcript, for the current turn
+//! - [`replay`]: a transcript read back into the events it caused
 //! - [`files`]: reading files named from outside, safely
 //! - [`guest_text`]: a guardrail's text made safe to show
 //! - [`store`]: guardrail state in redb
@@ -39,6 +41,7 @@ pub mod facts;
 pub mod files;
 pub mod forward;
 pub mod guest_text;
+pub mod harness;
 pub mod holders;
 pub mod hook;
 pub mod inspect;
@@ -51,6 +54,7 @@ pub mod policy;
 pub mod protect;
 pub mod protocol;
 pub mod receipts;
+pub mod replay;
 pub mod runtime;
 pub mod serve;
 pub mod shell;

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use commands::state::StateCommand;
+use sandrail::harness::Harness;
 use sandrail::hook;
 
 #[derive(Parser)]
@@ -24,7 +25,45 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Judge one hook event: reads the harness's JSON payload on stdin, prints the answer.
-    Hook,
+    Hook {
+        /// The harness whose payload arrives and whose dialect the answer is in.
+        #[arg(long, value_enum, default_value = "claude")]
+        harness: sandrail::harness::Harness,
+    },
+    /// Register sandrail in a harness's project settings, write a starter
+    /// sandrail.toml if there is none, and have a person accept it.
+    Init {
+        /// The harness to register sandrail with.
+        #[arg(long, value_enum, default_value = "claude")]
+        harness: Harness,
+        /// Register a running `sandrail serve` at this URL as an http hook (Claude
+        /// Code) instead of the command.
+        #[arg(long, value_name = "URL")]
+        http: Option<String>,
+        /// Print what it would write, and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Check the setup: the harness settings register sandrail for the events
+    /// the config needs and run this binary, the state and cache directories are
+    /// usable, the policy in force, and the config's own check.
+    Doctor {
+        /// The findings as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Try the policy on a past session: replay a Claude Code transcript through
+    /// the guardrails in observe mode, with a scratch state.
+    Replay {
+        /// The transcript: a session's .jsonl under ~/.claude/projects/.
+        transcript: std::path::PathBuf,
+        /// The config to try (default: the config in force for this directory).
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
+        /// One JSON object per event, then the summary.
+        #[arg(long)]
+        json: bool,
+    },
     /// Answer hook payloads POSTed over HTTP (Claude Code's http hooks) until
     /// SIGINT or SIGTERM, keeping the components compiled between events.
     Serve {
@@ -202,11 +241,11 @@ fn main() -> ExitCode {
     // building the parser for all the others.
     let mut args = std::env::args_os().skip(1);
     if args.next().is_some_and(|a| a == "hook") && args.next().is_none() {
-        return hook();
+        return hook(Harness::Claude);
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Hook => hook(),
+        Command::Hook { harness } => hook(harness),
         command => match run(command) {
             Ok(code) => code,
             Err(e) => {
@@ -218,19 +257,17 @@ fn main() -> ExitCode {
 }
 
 /// Judges the event on stdin and prints the answer, then exits.
-fn hook() -> ExitCode {
+fn hook(harness: Harness) -> ExitCode {
     let origin = hook::Origin::of_this_process();
-    let outcome = match sandrail::forward::Forwarding::from_env() {
-        // A server is configured: it judges, and this process loads no engine.
-        Some(forwarding) => sandrail::forward::run(&forwarding, std::io::stdin().lock(), &origin),
-        None => {
-            sandrail::runtime::leave_teardown_to_exit();
-            hook::run(
-                std::io::stdin().lock(),
-                &origin,
-                &sandrail::engine::Engine::one_shot(),
-            )
-        }
+    let outcome = match harness {
+        Harness::Claude => judge(std::io::stdin().lock(), &origin),
+        // Read into the host's model, judged as Claude Code's, answered in the dialect.
+        _ => sandrail::harness::judge(
+            harness,
+            std::io::stdin().lock(),
+            &origin,
+            |payload, origin| judge(payload, origin),
+        ),
     };
     if let Some(answer) = outcome.answer {
         let mut stdout = std::io::stdout().lock();
@@ -244,9 +281,21 @@ fn hook() -> ExitCode {
     }
 }
 
+/// Judges one Claude-shaped payload: by the server when one is configured (this
+/// process then loads no engine), else here.
+fn judge(payload: impl std::io::Read, origin: &hook::Origin) -> hook::Outcome {
+    match sandrail::forward::Forwarding::from_env() {
+        Some(forwarding) => sandrail::forward::run(&forwarding, payload, origin),
+        None => {
+            sandrail::runtime::leave_teardown_to_exit();
+            hook::run(payload, origin, &sandrail::engine::Engine::one_shot())
+        }
+    }
+}
+
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Hook => unreachable!("handled in main"),
+        Command::Hook { .. } => unreachable!("handled in main"),
         Command::List { json } => commands::list::run(json),
         Command::CheckConfig => commands::check_config::run(),
         Command::Test { paths, json } => commands::test::run(paths, json),
@@ -256,6 +305,17 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             path,
             lang,
         } => commands::new::run(&name, kind, path, lang),
+        Command::Init {
+            harness,
+            http,
+            dry_run,
+        } => commands::init::run(harness, http.as_deref(), dry_run),
+        Command::Doctor { json } => commands::doctor::run(json),
+        Command::Replay {
+            transcript,
+            config,
+            json,
+        } => commands::replay::run(&transcript, config.as_deref(), json),
         Command::Pin => commands::pin::run(),
         Command::Trust => commands::trust::run(),
         Command::Protect { harness, dry_run } => commands::protect::run(harness, dry_run),
@@ -299,5 +359,84 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Guardrail(Switch::Off { name, session }) => {
             commands::guardrail::run(&name, false, session.as_deref())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command lines a page shows: each line of its shell code blocks.
+    /// (Inline spans in prose name commands, `sandrail new`, rather than show
+    /// one to run.)
+    fn shown_commands(text: &str) -> Vec<(usize, String)> {
+        let mut shown = Vec::new();
+        let mut fence: Option<String> = None;
+        for (n, line) in text.lines().enumerate() {
+            if let Some(rest) = line.trim_start().strip_prefix("```") {
+                fence = match fence {
+                    Some(_) => None,
+                    None => Some(rest.trim().to_owned()),
+                };
+                continue;
+            }
+            let line = line.trim_start();
+            match fence.as_deref() {
+                Some("sh" | "bash" | "shell") => shown.push((n + 1, line.to_owned())),
+                // A terminal session: its commands follow the prompt.
+                Some("console") => {
+                    if let Some(command) = line.strip_prefix("$ ") {
+                        shown.push((n + 1, command.to_owned()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        shown
+    }
+
+    /// Every `sandrail …` command shown in README.md and docs/ parses with this
+    /// command line's own parser, so the documentation cannot drift from it.
+    #[test]
+    fn every_command_shown_in_the_docs_parses() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut pages = vec![root.join("README.md")];
+        let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+            .expect("docs/")
+            .map(|entry| entry.expect("an entry").path())
+            .filter(|path| path.extension().is_some_and(|e| e == "md"))
+            .collect();
+        docs.sort();
+        pages.extend(docs);
+        let mut checked = 0;
+        let mut failures = Vec::new();
+        for page in &pages {
+            let text = std::fs::read_to_string(page).expect("a page");
+            for (line_number, line) in shown_commands(&text) {
+                for command in sandrail::shell::analyse(&line).commands {
+                    let Some(program) = command.argv.first() else {
+                        continue;
+                    };
+                    if sandrail::shell::program(program) != "sandrail" {
+                        continue;
+                    }
+                    checked += 1;
+                    let parsed = Cli::try_parse_from(&command.argv);
+                    if let Err(e) = parsed.as_ref().map(|_| ()).or_else(|e| match e.kind() {
+                        clap::error::ErrorKind::DisplayHelp
+                        | clap::error::ErrorKind::DisplayVersion => Ok(()),
+                        _ => Err(e),
+                    }) {
+                        let first = e.to_string().lines().next().unwrap_or_default().to_owned();
+                        failures.push(format!(
+                            "{}:{line_number}: `{line}`: {first}",
+                            page.display()
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(checked > 30, "only {checked} commands found in the docs");
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 }

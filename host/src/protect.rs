@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use crate::config::{Config, Origin, Source};
 use crate::facts::Changes;
+use crate::harness::settings::runs_sandrail_hook;
 use crate::protocol::HookInput;
 
 /// Files only a person edits, wherever they are: a sandrail config found closer to
@@ -471,7 +472,7 @@ fn registrations(settings: &Value) -> BTreeSet<String> {
 
 /// The URL of an http hook that reaches `sandrail serve`: one that names its
 /// project in sandrail's header, as the README registers it.
-fn sandrail_server_url(hook: &Value) -> Option<&str> {
+pub(crate) fn sandrail_server_url(hook: &Value) -> Option<&str> {
     if hook.get("type").and_then(Value::as_str) != Some("http") {
         return None;
     }
@@ -486,15 +487,6 @@ fn sandrail_server_url(hook: &Value) -> Option<&str> {
     names_project
         .then(|| hook.get("url").and_then(Value::as_str))
         .flatten()
-}
-
-/// Whether a hook command runs `sandrail hook` (by any path to the binary).
-fn runs_sandrail_hook(command: &str) -> bool {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    words.windows(2).any(|pair| {
-        let program = pair[0].rsplit('/').next().unwrap_or(pair[0]);
-        program.trim_matches(['"', '\'']) == "sandrail" && pair[1] == "hook"
-    })
 }
 
 fn record_path(state: &Path, settings: &Path) -> PathBuf {

@@ -37,6 +37,15 @@ pub enum PayloadError {
         events = EventKind::all_names()
     )]
     UnknownEvent(String),
+    #[error(
+        "unknown {harness} hook event '{}'; sandrail judges {known}",
+        crate::guest_text::one_line(.name, 100)
+    )]
+    UnknownHarnessEvent {
+        harness: &'static str,
+        name: String,
+        known: String,
+    },
 }
 
 impl PayloadError {

@@ -11,7 +11,7 @@ use crate::support::*;
 const CONTEXT_PROBE: &str = env!("SANDRAIL_TEST_GUARDRAIL_CONTEXT_PROBE");
 const CYCLE_PROBE: &str = env!("SANDRAIL_TEST_GUARDRAIL_CYCLE_PROBE");
 
-/// The README's config for the bundled pair.
+/// The config for the bundled pair, as docs/cycles.md shows it.
 const PAIR: &str = r#"
 [[guardrail]]
 name = "tag-declared"

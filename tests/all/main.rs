@@ -3,6 +3,7 @@
 
 mod support;
 
+mod adoption;
 mod adversarial;
 mod authoring;
 mod bad_input;
@@ -18,6 +19,7 @@ mod events;
 mod facts;
 mod failure_policy;
 mod flags;
+mod harnesses;
 mod hostile;
 mod inspect;
 mod integrity;

@@ -44,6 +44,11 @@ impl Server {
         }
     }
 
+    /// The Unix socket it listens on.
+    pub(crate) fn socket(&self) -> &Path {
+        &self.socket
+    }
+
     /// POSTs `body` to `/` over TCP, naming the project in the header.
     pub(crate) fn post(&self, project: &Project, body: &[u8]) -> Answer {
         self.request("POST", "/", Some(project.dir()), body)

@@ -186,6 +186,17 @@ impl Project {
         self.hook_limited(cmd, payload, None)
     }
 
+    /// Runs `sandrail hook --harness HARNESS` with `payload` (in that harness's
+    /// dialect) on stdin.
+    pub fn hook_as(&self, harness: &str, payload: &[u8]) -> Run {
+        self.hook_as_with(self.cmd(), harness, payload)
+    }
+
+    pub fn hook_as_with(&self, mut cmd: Command, harness: &str, payload: &[u8]) -> Run {
+        cmd.args(["hook", "--harness", harness]);
+        self.spawn_hook(cmd, payload, None)
+    }
+
     /// Runs `sandrail hook` with the clock at `now` (RFC 3339).
     pub fn hook_at(&self, now: &str, payload: &[u8]) -> Run {
         let mut cmd = self.cmd();
@@ -205,8 +216,17 @@ impl Project {
         payload: &[u8],
         limit: Option<std::time::Duration>,
     ) -> Run {
+        cmd.arg("hook");
+        self.spawn_hook(cmd, payload, limit)
+    }
+
+    fn spawn_hook(
+        &self,
+        mut cmd: Command,
+        payload: &[u8],
+        limit: Option<std::time::Duration>,
+    ) -> Run {
         let mut child = cmd
-            .arg("hook")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -20,22 +20,53 @@ pub fn run() -> anyhow::Result<ExitCode> {
             config.origin
         );
     }
+    let lines = check(&config)?;
+    let failed = lines.iter().filter(|l| l.is_problem()).count();
+    for line in &lines {
+        println!("{:<6} {}", line.kind, line.text);
+    }
+    let n = config.guardrails.len();
+    if failed > 0 {
+        bail!(
+            "{}: {failed} problem(s) among {n} guardrails: components that cannot be loaded or do not match their pins, problems in their config, or drift from sandrail.lock",
+            config.origin
+        );
+    }
+    let noun = if n == 1 { "guardrail" } else { "guardrails" };
+    println!("{}: {n} {noun}, all valid", config.origin);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line of the check: `ok`, `error` or `drift`, and what it says.
+pub struct Line {
+    pub kind: &'static str,
+    pub text: String,
+}
+
+impl Line {
+    pub fn is_problem(&self) -> bool {
+        self.kind != "ok"
+    }
+}
+
+/// Loads every component of `config` and has each check its own config; with a
+/// lock, compares the two.
+pub fn check(config: &sandrail::config::Config) -> anyhow::Result<Vec<Line>> {
     let runtime = Runtime::new(locations::cache_dir())
         .map_err(|e| anyhow::anyhow!("cannot start the WebAssembly runtime: {e:#}"))?;
-    let mut failed = 0;
+    let mut lines = Vec::new();
+    let mut say = |kind: &'static str, text: String| lines.push(Line { kind, text });
     for g in &config.guardrails {
         let loaded = prepare_guardrail(g).and_then(|p| runtime.load(&p));
         let loaded = match loaded {
             Ok(loaded) => loaded,
             Err(e) => {
-                failed += 1;
-                println!("error  {}: {e}", g.name);
+                say("error", format!("{}: {e}", g.name));
                 continue;
             }
         };
-        if let Some(problem) = unpaired_gate(&config, g) {
-            failed += 1;
-            println!("error  {}: {problem}", g.name);
+        if let Some(problem) = unpaired_gate(config, g) {
+            say("error", format!("{}: {problem}", g.name));
             continue;
         }
         let config_json = g.config.to_string();
@@ -43,11 +74,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
             Ok(needs) => {
                 let unknown = unknown_facts(needs.as_ref(), config.mandate.as_ref());
                 if !unknown.is_empty() {
-                    failed += unknown.len();
                     for problem in unknown {
-                        println!(
-                            "error  {}: {problem}; a rule reading it can never hold",
-                            g.name
+                        say(
+                            "error",
+                            format!("{}: {problem}; a rule reading it can never hold", g.name),
                         );
                     }
                     continue;
@@ -60,28 +90,25 @@ pub fn run() -> anyhow::Result<ExitCode> {
                         format!(", reads {} facts", names.join(" and "))
                     })
                     .unwrap_or_default();
-                println!(
-                    "ok     {} ({}, sha256 {}{reads})",
-                    g.name, g.source, loaded.sha256
+                say(
+                    "ok",
+                    format!("{} ({}, sha256 {}{reads})", g.name, g.source, loaded.sha256),
                 );
             }
             Err(ConfigureError::Problems(problems)) => {
-                failed += 1;
                 for problem in problems {
-                    println!("error  {}: {problem}", g.name);
+                    say("error", format!("{}: {problem}", g.name));
                 }
             }
             Err(e @ ConfigureError::Run(_)) => {
-                failed += 1;
-                println!("error  {}: {e}", g.name);
+                say("error", format!("{}: {e}", g.name));
             }
         }
     }
     match &config.lock {
         LockStatus::None => {}
         LockStatus::Unusable(why) => {
-            failed += 1;
-            println!("error  {why}");
+            say("error", why.to_string());
         }
         LockStatus::Read(lock) => {
             for drift in lock.drift(
@@ -90,21 +117,14 @@ pub fn run() -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|g| (g.name.as_str(), g.source_text.as_str())),
             ) {
-                failed += 1;
-                println!("drift  {drift}; run `sandrail pin` once the change is reviewed");
+                say(
+                    "drift",
+                    format!("{drift}; run `sandrail pin` once the change is reviewed"),
+                );
             }
         }
     }
-    let n = config.guardrails.len();
-    if failed > 0 {
-        bail!(
-            "{}: {failed} problem(s) among {n} guardrails: components that cannot be loaded or do not match their pins, problems in their config, or drift from sandrail.lock",
-            config.origin
-        );
-    }
-    let noun = if n == 1 { "guardrail" } else { "guardrails" };
-    println!("{}: {n} {noun}, all valid", config.origin);
-    Ok(ExitCode::SUCCESS)
+    Ok(lines)
 }
 
 /// The fact paths a guardrail declared it reads that the host never derives: at

@@ -211,18 +211,18 @@ fn append_transcript(path: &Path, lines: &[serde_json::Value]) -> anyhow::Result
 }
 
 /// What running the hook said beyond its receipt.
-struct HookRun {
+pub(super) struct HookRun {
     /// The hook could not judge the event the way a harness needs (it crashed, or
     /// printed what is not JSON): why.
-    failed: Option<String>,
+    pub(super) failed: Option<String>,
     /// It refused with exit 2 (the reason on stderr).
-    refused: Option<String>,
-    stderr: String,
+    pub(super) refused: Option<String>,
+    pub(super) stderr: String,
 }
 
 /// Runs `sandrail hook` on one payload as the harness would: in the project, with
 /// the case's state directory, and never through a server.
-fn run_hook(
+pub(super) fn run_hook(
     hook: &Path,
     payload: &serde_json::Value,
     project: &Path,

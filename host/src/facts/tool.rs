@@ -28,6 +28,7 @@ const WRITE_TOOLS: &[&str] = &[
     "write_file",
     "replace",
     "apply_patch",
+    "Delete",
 ];
 const SEARCH_TOOLS: &[&str] = &[
     "Glob",
@@ -203,7 +204,12 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<(Map<String, Val
         .iter()
         .find_map(|field| text(field));
     if is_write_tool && let Some(own) = &own_path {
-        effects.write(own);
+        // Cursor's Delete removes its path, and whatever is beneath it.
+        if normalised == "delete" {
+            effects.remove(own);
+        } else {
+            effects.write(own);
+        }
     }
     let path = own_path
         .clone()
@@ -1052,7 +1058,7 @@ fn sandrail_change(args: &[String]) -> Option<String> {
         ["state", "set" | "delete", ..] | ["guardrail", "on" | "off", ..] => 2,
         // `hook` is how the harness calls sandrail: run by the agent it is a
         // forged event.
-        ["import" | "pin" | "trust" | "protect" | "hook", ..] => 1,
+        ["import" | "pin" | "trust" | "protect" | "init" | "hook", ..] => 1,
         _ => return None,
     };
     Some(format!("sandrail {}", words[..changes].join(" ")))
@@ -1198,6 +1204,10 @@ mod tests {
             Some("sandrail state set")
         );
         assert_eq!(named("sandrail pin").as_deref(), Some("sandrail pin"));
+        assert_eq!(
+            named("/tmp/x/sandrail init --harness claude").as_deref(),
+            Some("sandrail init")
+        );
         assert_eq!(named("sandrail state get g k"), None);
         assert_eq!(named("sandrail status --json"), None);
     }

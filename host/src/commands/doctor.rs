@@ -1,0 +1,428 @@
+//! `sandrail doctor [--json]`: checks what a silent failure would hide. A hook
+//! the harness cannot start is skipped without a word, an event not registered
+//! is never judged, a state directory that cannot be written loses counters;
+//! each finding says how to fix it, and the exit status says whether any is an
+//! error.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use sandrail::config::{Config, Located};
+use sandrail::event::EventKind;
+use sandrail::harness::Harness;
+use sandrail::harness::settings::hook_program;
+use sandrail::locations;
+use sandrail::policy::{self, blobs::Blobs};
+
+use super::project_dir;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Level {
+    Ok,
+    Warning,
+    Error,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Finding {
+    level: Level,
+    /// What was checked: `settings`, `command`, `state`, `cache`, `policy`, `config`.
+    check: &'static str,
+    said: String,
+    /// How to fix it (none for a finding that is fine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+#[derive(Default)]
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn ok(&mut self, check: &'static str, said: String) {
+        self.push(Level::Ok, check, said, None);
+    }
+    fn warn(&mut self, check: &'static str, said: String, fix: String) {
+        self.push(Level::Warning, check, said, Some(fix));
+    }
+    fn error(&mut self, check: &'static str, said: String, fix: String) {
+        self.push(Level::Error, check, said, Some(fix));
+    }
+    fn push(&mut self, level: Level, check: &'static str, said: String, fix: Option<String>) {
+        self.0.push(Finding {
+            level,
+            check,
+            said,
+            fix,
+        });
+    }
+}
+
+pub fn run(json: bool) -> anyhow::Result<ExitCode> {
+    let mut findings = Findings::default();
+    let project = project_dir();
+    let config = config(project.as_deref(), &mut findings);
+    if let Some(project) = &project {
+        settings(project, config.as_ref(), &mut findings);
+    }
+    directories(&mut findings);
+    if let (Some(project), Some(state)) = (&project, locations::state_dir()) {
+        policy_in_force(project, &state, &mut findings);
+    }
+    let worst = findings
+        .0
+        .iter()
+        .map(|f| f.level)
+        .max()
+        .unwrap_or(Level::Ok);
+    if json {
+        println!(
+            "{}",
+            json!({"project": project, "worst": worst, "findings": findings.0})
+        );
+    } else {
+        for finding in &findings.0 {
+            let tag = match finding.level {
+                Level::Ok => "ok     ",
+                Level::Warning => "warning",
+                Level::Error => "error  ",
+            };
+            println!("{tag} {:<8} {}", finding.check, finding.said);
+            if let Some(fix) = &finding.fix {
+                println!("        {:<8} fix: {fix}", "");
+            }
+        }
+        let errors = findings
+            .0
+            .iter()
+            .filter(|f| f.level == Level::Error)
+            .count();
+        let warnings = findings
+            .0
+            .iter()
+            .filter(|f| f.level == Level::Warning)
+            .count();
+        println!("{errors} error(s), {warnings} warning(s)");
+    }
+    Ok(if worst == Level::Error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The config in force, and its own check (components load, their configs hold).
+fn config(project: Option<&Path>, findings: &mut Findings) -> Option<Config> {
+    let located = Config::locate(project);
+    let config = match Config::discover(project) {
+        Ok(config) => config,
+        Err(e) => {
+            findings.error(
+                "config",
+                format!(
+                    "the config cannot be used: {e}; the hook falls back to the embedded default"
+                ),
+                "fix it; `sandrail check-config` says where".into(),
+            );
+            return None;
+        }
+    };
+    if let Ok(Located::Embedded) = located {
+        findings.warn(
+            "config",
+            "no sandrail.toml: the embedded default is in force".into(),
+            "run `sandrail init` for a starter policy to adapt".into(),
+        );
+    }
+    match super::check_config::check(&config) {
+        Ok(lines) => {
+            let problems: Vec<String> = lines
+                .iter()
+                .filter(|l| l.is_problem())
+                .map(|l| l.text.clone())
+                .collect();
+            if problems.is_empty() {
+                findings.ok(
+                    "config",
+                    format!(
+                        "{}: {} guardrails load and their configs hold",
+                        config.origin,
+                        config.guardrails.len()
+                    ),
+                );
+            } else {
+                for problem in problems {
+                    findings.error(
+                        "config",
+                        problem,
+                        "run `sandrail check-config` and fix what it names".into(),
+                    );
+                }
+            }
+        }
+        Err(e) => findings.error(
+            "config",
+            format!("the components could not be checked: {e:#}"),
+            "run `sandrail check-config`".into(),
+        ),
+    }
+    Some(config)
+}
+
+/// The events the config needs the harness to send.
+fn needed_events(config: Option<&Config>) -> BTreeSet<EventKind> {
+    let mut needed = BTreeSet::new();
+    let Some(config) = config else {
+        needed.insert(EventKind::PreToolUse);
+        return needed;
+    };
+    for g in config.guardrails.iter().filter(|g| g.enabled) {
+        needed.extend(g.events.iter().copied());
+        // A context records what the turn did; its gate judges at Stop.
+        if g.is_context() {
+            needed.extend([EventKind::PostToolUse, EventKind::Stop]);
+        }
+        if !g.requires.is_empty() {
+            needed.insert(EventKind::Stop);
+        }
+    }
+    if config.protect.enabled {
+        needed.insert(EventKind::ConfigChange);
+    }
+    needed
+}
+
+/// Each harness's project settings that exist: sandrail registered for every
+/// event the config needs, each registered command this binary.
+fn settings(project: &Path, config: Option<&Config>, findings: &mut Findings) {
+    let needed = needed_events(config);
+    let this = std::env::current_exe()
+        .and_then(|exe| exe.canonicalize())
+        .ok();
+    let mut any = false;
+    let home = locations::home();
+    for harness in Harness::ALL {
+        let settings = harness.settings();
+        let path = project.join(settings.file);
+        let files = std::iter::once(settings.file)
+            .chain(settings.also.iter().copied())
+            .map(|f| project.join(f))
+            .chain(
+                settings
+                    .in_home
+                    .iter()
+                    .filter_map(|f| home.as_ref().map(|h| h.join(f))),
+            );
+        let mut registered = std::collections::BTreeMap::<String, Vec<String>>::new();
+        for file in files {
+            match sandrail::os_sandbox::read(&file) {
+                Ok(Some(doc)) => {
+                    for (event, commands) in settings.registrations(&doc) {
+                        registered.entry(event).or_default().extend(commands);
+                    }
+                }
+                Ok(None) => {}
+                Err(why) => findings.error(
+                    "settings",
+                    format!("{why}: {} reads no hooks from it", harness.title()),
+                    format!(
+                        "fix the file, then `sandrail init --harness {}`",
+                        harness.name()
+                    ),
+                ),
+            }
+        }
+        if registered.is_empty() {
+            continue;
+        }
+        any = true;
+        let missing: Vec<&str> = needed
+            .iter()
+            .filter_map(|kind| match harness.event_name(*kind) {
+                Some(name) => (!registered.contains_key(name)).then_some(name),
+                // The harness has no such event: nothing to register.
+                None => None,
+            })
+            .collect();
+        if missing.is_empty() {
+            findings.ok(
+                "settings",
+                format!(
+                    "{} registers sandrail for every event the config needs",
+                    harness.title()
+                ),
+            );
+        } else {
+            findings.error(
+                "settings",
+                format!(
+                    "{}'s settings ({} and the others it reads) do not register sandrail for {}: those events are never judged",
+                    harness.title(),
+                    path.display(),
+                    missing.join(", ")
+                ),
+                format!("run `sandrail init --harness {}`", harness.name()),
+            );
+        }
+        let commands: BTreeSet<&String> = registered.values().flatten().collect();
+        for command in commands {
+            check_command(command, this.as_deref(), harness, findings);
+        }
+    }
+    if !any {
+        findings.error(
+            "settings",
+            format!(
+                "no harness settings in {} register sandrail: no event is judged",
+                project.display()
+            ),
+            "run `sandrail init` (with --harness for a harness other than Claude Code)".into(),
+        );
+    }
+}
+
+/// A registered command must start this binary: a missing one is skipped by
+/// the harness without a word, and another one judges by its own rules.
+fn check_command(command: &str, this: Option<&Path>, harness: Harness, findings: &mut Findings) {
+    if command.starts_with("http://") || command.starts_with("https://") {
+        findings.ok(
+            "command",
+            format!("{command} (sandrail serve) is registered; an unreachable server lets events through unless SANDRAIL_SERVE_REQUIRED=1 forwards through a command hook"),
+        );
+        return;
+    }
+    let Some(program) = hook_program(command) else {
+        return;
+    };
+    let fix = format!(
+        "run `sandrail init --harness {}` from this binary after removing the stale hook, or correct the path in the settings",
+        harness.name()
+    );
+    let Some(resolved) = resolve(program) else {
+        findings.error(
+            "command",
+            format!("`{command}`: {program} does not resolve to a program, so {} skips the hook silently", harness.title()),
+            fix,
+        );
+        return;
+    };
+    match this {
+        Some(this) if resolved != this => findings.warn(
+            "command",
+            format!(
+                "`{command}` runs {}, not this binary ({})",
+                resolved.display(),
+                this.display()
+            ),
+            fix,
+        ),
+        _ => findings.ok("command", format!("`{command}` runs this binary")),
+    }
+}
+
+/// Where a command's program is: a path as written (`~` and `$HOME` expanded),
+/// else the first match on PATH.
+fn resolve(program: &str) -> Option<PathBuf> {
+    let home = locations::home();
+    let expanded = match (
+        program
+            .strip_prefix("~/")
+            .or(program.strip_prefix("$HOME/")),
+        &home,
+    ) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(program),
+    };
+    let is_program = |path: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        path.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if program.contains('/') {
+        Some(expanded).filter(|p| is_program(p))
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(program))
+                .find(|p| is_program(p))
+        })
+    };
+    found.and_then(|p| p.canonicalize().ok())
+}
+
+/// The state and cache directories exist (or can be made) and take a file.
+fn directories(findings: &mut Findings) {
+    for (check, dir, loses) in [
+        (
+            "state",
+            locations::state_dir(),
+            "counters, flags, policies and receipts",
+        ),
+        ("cache", locations::cache_dir(), "compiled components"),
+    ] {
+        let Some(dir) = dir else {
+            findings.error(
+                check,
+                format!("no {check} directory: {loses} have nowhere to go"),
+                format!("set SANDRAIL_{}_DIR, or HOME", check.to_uppercase()),
+            );
+            continue;
+        };
+        let usable = locations::create_private_dir(&dir)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                tempfile::tempfile_in(&dir)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            });
+        match usable {
+            Ok(()) => findings.ok(check, format!("{} is usable", dir.display())),
+            Err(e) => findings.error(
+                check,
+                format!("{} cannot be used ({e}): {loses} are lost", dir.display()),
+                format!(
+                    "make it a directory this user can write, or set SANDRAIL_{}_DIR",
+                    check.to_uppercase()
+                ),
+            ),
+        }
+    }
+}
+
+/// The policy new sessions start from, and whether a newer one waits on disk.
+fn policy_in_force(project: &Path, state: &Path, findings: &mut Findings) {
+    let project = policy::project_for(state, project);
+    let on_disk = policy::on_disk(Some(&project), Some(&Blobs::new(state)));
+    match policy::accepted(state, &project) {
+        Some(record) if record.policy == on_disk.manifest => findings.ok(
+            "policy",
+            format!(
+                "policy {} ({}) is accepted and is what is on disk",
+                record.policy.id(),
+                record.policy.origin()
+            ),
+        ),
+        Some(record) => findings.warn(
+            "policy",
+            format!(
+                "new sessions start from the accepted policy {} ({}); the policy on disk ({}) differs and is not in force",
+                record.policy.id(),
+                record.policy.origin(),
+                on_disk.manifest.id()
+            ),
+            "review it with `sandrail trust` in a terminal, which shows the difference and accepts it".into(),
+        ),
+        None => findings.warn(
+            "policy",
+            format!(
+                "no policy accepted yet for {}: the first session takes the policy on disk ({})",
+                project.display(),
+                on_disk.manifest.id()
+            ),
+            "run `sandrail trust` in a terminal to accept it".into(),
+        ),
+    }
+}

@@ -1,0 +1,215 @@
+//! A harness's hook settings: where they live in a project, how sandrail is
+//! registered in them (`sandrail init`), and what they register (`sandrail
+//! doctor`). Each harness's file names its own [`Settings`].
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+/// How the harness lays out its hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `{"hooks": {"Event": [{"matcher": …, "hooks": [HOOK, …]}]}}`: Claude
+    /// Code, Codex, Gemini CLI.
+    Grouped,
+    /// `{"version": 1, "hooks": {"event": [HOOK, …]}}`: Cursor, Copilot.
+    Flat,
+}
+
+/// One harness's project hook settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// The file `init` writes, relative to the project.
+    pub file: &'static str,
+    /// Other files the harness reads hooks from, relative to the project, and
+    /// to the home directory: `doctor` counts registrations there too.
+    pub also: &'static [&'static str],
+    pub in_home: &'static [&'static str],
+    pub layout: Layout,
+    /// Every event sandrail is registered for, with the group's matcher (grouped
+    /// layouts) where the event filters on tools.
+    pub events: &'static [(&'static str, Option<&'static str>)],
+    /// The hook object's key holding the command line.
+    pub command_key: &'static str,
+    /// The hook object for `command` under `event`.
+    pub hook: fn(command: &str, event: &str) -> Value,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{0} is not a JSON object")]
+    NotObject(String),
+    #[error("`{at}` in the settings is not {expected}")]
+    Shape { at: String, expected: &'static str },
+}
+
+/// What registering sandrail changed, event by event.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Registered {
+    /// Events sandrail was added to.
+    pub added: Vec<String>,
+    /// Events already running sandrail, with the command they run when it is not
+    /// the one being registered (left as it is: changing which binary a hook runs
+    /// is a person's edit, not a command's).
+    pub kept: Vec<(String, Option<String>)>,
+}
+
+impl Registered {
+    pub fn changed(&self) -> bool {
+        !self.added.is_empty()
+    }
+}
+
+impl Settings {
+    /// Adds `hook` (an object from [`Settings::hook`]) to every event that does
+    /// not run sandrail yet; everything else in `doc` is left as it is.
+    pub fn register(
+        &self,
+        doc: &mut Value,
+        hook_for: &dyn Fn(&str) -> Value,
+    ) -> Result<Registered, SettingsError> {
+        let top = doc
+            .as_object_mut()
+            .ok_or_else(|| SettingsError::NotObject(self.file.to_owned()))?;
+        if self.layout == Layout::Flat {
+            top.entry("version").or_insert(json!(1));
+        }
+        let hooks = top
+            .entry("hooks")
+            .or_insert_with(|| Value::Object(Map::new()))
+            .as_object_mut()
+            .ok_or(SettingsError::Shape {
+                at: "hooks".into(),
+                expected: "an object",
+            })?;
+        let mut registered = Registered::default();
+        for (event, matcher) in self.events {
+            let entries = hooks
+                .entry(event.to_string())
+                .or_insert_with(|| Value::Array(Vec::new()))
+                .as_array_mut()
+                .ok_or_else(|| SettingsError::Shape {
+                    at: format!("hooks.{event}"),
+                    expected: "an array",
+                })?;
+            let hook = hook_for(event);
+            let ours = self.sandrail_hooks(entries);
+            if let Some(found) = ours.first() {
+                let same = self.command_of(&hook) == Some(found.as_str());
+                registered
+                    .kept
+                    .push((event.to_string(), (!same).then(|| found.clone())));
+                continue;
+            }
+            let entry = match self.layout {
+                Layout::Flat => hook,
+                Layout::Grouped => {
+                    let mut group = Map::new();
+                    if let Some(matcher) = matcher {
+                        group.insert("matcher".into(), json!(matcher));
+                    }
+                    group.insert("hooks".into(), json!([hook]));
+                    Value::Object(group)
+                }
+            };
+            entries.push(entry);
+            registered.added.push(event.to_string());
+        }
+        Ok(registered)
+    }
+
+    /// What each event runs of sandrail's: its command lines (or a server's URL).
+    pub fn registrations(&self, doc: &Value) -> BTreeMap<String, Vec<String>> {
+        let mut found = BTreeMap::new();
+        let Some(hooks) = doc.get("hooks").and_then(Value::as_object) else {
+            return found;
+        };
+        for (event, entries) in hooks {
+            let Some(entries) = entries.as_array() else {
+                continue;
+            };
+            let ours = self.sandrail_hooks(entries);
+            if !ours.is_empty() {
+                found.insert(event.clone(), ours);
+            }
+        }
+        found
+    }
+
+    /// The hook objects of an event's entries.
+    fn hooks_of<'a>(&self, entries: &'a [Value]) -> Vec<&'a Value> {
+        match self.layout {
+            Layout::Flat => entries.iter().collect(),
+            Layout::Grouped => entries
+                .iter()
+                .filter_map(|group| group.get("hooks").and_then(Value::as_array))
+                .flatten()
+                .collect(),
+        }
+    }
+
+    /// The command lines (or server URLs) of the entries' hooks that run sandrail.
+    fn sandrail_hooks(&self, entries: &[Value]) -> Vec<String> {
+        self.hooks_of(entries)
+            .into_iter()
+            .filter_map(|hook| {
+                if let Some(command) = self.command_of(hook) {
+                    return runs_sandrail_hook(command).then(|| command.to_owned());
+                }
+                crate::protect::sandrail_server_url(hook).map(str::to_owned)
+            })
+            .collect()
+    }
+
+    fn command_of<'a>(&self, hook: &'a Value) -> Option<&'a str> {
+        hook.get(self.command_key).and_then(Value::as_str)
+    }
+}
+
+/// Whether a hook command runs `sandrail hook` (by any path to the binary).
+pub fn runs_sandrail_hook(command: &str) -> bool {
+    hook_program(command).is_some()
+}
+
+/// The program a `… sandrail hook …` command line runs, as written.
+pub fn hook_program(command: &str) -> Option<&str> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    words.windows(2).find_map(|pair| {
+        let program = pair[0].trim_matches(['"', '\'']);
+        let name = program.rsplit('/').next().unwrap_or(program);
+        (name == "sandrail" && pair[1] == "hook").then_some(program)
+    })
+}
+
+/// `path` as one shell word.
+pub fn shell_word(path: &str) -> String {
+    let plain = path
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c));
+    if plain {
+        path.to_owned()
+    } else {
+        format!("'{}'", path.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_of_a_hook_command_is_found() {
+        assert_eq!(hook_program("sandrail hook"), Some("sandrail"));
+        assert_eq!(
+            hook_program("/opt/bin/sandrail hook --harness codex"),
+            Some("/opt/bin/sandrail")
+        );
+        assert_eq!(hook_program("other hook"), None);
+    }
+
+    #[test]
+    fn shell_words_quote_what_needs_it() {
+        assert_eq!(shell_word("/usr/bin/sandrail"), "/usr/bin/sandrail");
+        assert_eq!(shell_word("/a b/it's"), r"'/a b/it'\''s'");
+    }
+}

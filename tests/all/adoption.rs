@@ -1,0 +1,571 @@
+//! Adopting sandrail: `sandrail init` registers it with each harness and writes a
+//! starter policy, `sandrail doctor` finds what a silent failure would hide, and
+//! `sandrail replay` tries a policy on a past session without touching the
+//! user's own state.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(
+        &std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .expect("JSON")
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
+}
+
+/// This binary, as `init` names it: by its absolute, resolved path.
+fn binary() -> String {
+    std::fs::canonicalize(BIN)
+        .expect("the binary")
+        .display()
+        .to_string()
+}
+
+/// Runs a registered hook command line as the harness does (`sh -c`), with
+/// `payload` on stdin, in the project.
+fn run_registered(project: &Project, command: &str, payload: &Value) -> Run {
+    let mut sh = Command::new("sh");
+    sh.args(["-c", command]);
+    let mut child = project
+        .with_env(sh)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the registered command");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(payload.to_string().as_bytes())
+        .expect("write payload");
+    Run(child.wait_with_output().expect("wait"))
+}
+
+/// `init` beside hooks of the team's own: every event sandrail handles is added
+/// (ConfigChange included) with this binary by absolute path, the other hook and
+/// keys are kept, a second run changes nothing, a starter policy is written that
+/// checks clean and holds the embedded default's guardrails, and the registered
+/// command refuses a force push when the harness runs it.
+#[test]
+fn init_merges_into_claude_settings_and_is_idempotent() {
+    let project = Project::new();
+    let settings = project.dir().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let before = json!({
+        "model": "opus",
+        "permissions": {"allow": ["Bash(npm test)"]},
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint.sh"}]}]}
+    });
+    std::fs::write(&settings, before.to_string()).unwrap();
+
+    let first = project.run(&["init"]);
+    assert!(first.ok(), "{}", first.stderr());
+    assert!(
+        first.stdout().contains("run `sandrail trust`"),
+        "{}",
+        first.stdout()
+    );
+    let after = read_json(&settings);
+    assert_eq!(after["model"], "opus");
+    assert_eq!(after["permissions"], before["permissions"]);
+    let pre = after["hooks"]["PreToolUse"].as_array().expect("PreToolUse");
+    assert_eq!(
+        pre[0], before["hooks"]["PreToolUse"][0],
+        "the team's own hook is kept"
+    );
+    let command = format!("{} hook", binary());
+    for event in [
+        "PreToolUse",
+        "PostToolUse",
+        "UserPromptSubmit",
+        "Stop",
+        "SubagentStop",
+        "SessionStart",
+        "SessionEnd",
+        "PreCompact",
+        "ConfigChange",
+    ] {
+        let groups = after["hooks"][event].as_array().expect(event);
+        let ours: Vec<&Value> = groups
+            .iter()
+            .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+            .filter(|h| h["command"] == command.as_str())
+            .collect();
+        assert_eq!(ours.len(), 1, "{event}: {after:#}");
+    }
+
+    let text = std::fs::read(&settings).unwrap();
+    let second = project.run(&["init"]);
+    assert!(second.ok(), "{}", second.stderr());
+    assert_eq!(
+        std::fs::read(&settings).unwrap(),
+        text,
+        "a second run changes nothing"
+    );
+    assert!(
+        second.stdout().contains("already registers sandrail"),
+        "{}",
+        second.stdout()
+    );
+
+    let starter = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("starter");
+    assert!(
+        starter.contains("gate = \"enforce\"") && starter.contains("# [guardrail.enforcement]")
+    );
+    let check = project.run(&["check-config"]);
+    assert!(check.ok(), "{}{}", check.stdout(), check.stderr());
+    let guardrails = |project: &Project| -> Vec<(Value, Value)> {
+        project
+            .run(&["list", "--json"])
+            .stdout()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("a listed guardrail"))
+            .map(|g| (g["name"].clone(), g["source"].clone()))
+            .collect()
+    };
+    assert_eq!(
+        guardrails(&project),
+        guardrails(&Project::new()),
+        "the embedded default's guardrails"
+    );
+
+    let push = json!({
+        "session_id": "s-init", "cwd": project.dir(), "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}
+    });
+    let run = run_registered(&project, &command, &push);
+    assert_eq!(
+        run.answer()["hookSpecificOutput"]["permissionDecision"],
+        "deny",
+        "{}",
+        run.stderr()
+    );
+}
+
+/// At a terminal, `init` goes on to `sandrail trust`: the person sees the policy
+/// and accepts it with the code shown.
+#[test]
+fn init_at_a_terminal_accepts_the_starter_policy() {
+    let project = Project::new();
+    let run = project.at_terminal(&["init"], None);
+    assert!(run.ok(), "{}{}", run.stdout(), run.stderr());
+    assert!(run.stdout().contains("Accepted policy"), "{}", run.stdout());
+    let doctor = project.run(&["doctor", "--json"]);
+    let findings = doctor.answer();
+    assert!(
+        findings["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["check"] == "policy" && f["level"] == "ok"),
+        "{findings:#}"
+    );
+}
+
+/// For every other harness, `init` writes that harness's own hook file with this
+/// binary's command in its dialect, idempotently, and the command it registers
+/// refuses that harness's force push in that harness's words.
+#[test]
+fn init_registers_every_other_harness_in_its_own_file() {
+    let cases = [
+        (
+            "codex",
+            ".codex/hooks.json",
+            "PreToolUse",
+            "codex/PreToolUse-force-push.json",
+        ),
+        (
+            "cursor",
+            ".cursor/hooks.json",
+            "preToolUse",
+            "cursor/preToolUse-shell-force-push.json",
+        ),
+        (
+            "gemini",
+            ".gemini/settings.json",
+            "BeforeTool",
+            "gemini/BeforeTool-force-push.json",
+        ),
+        (
+            "copilot",
+            ".github/hooks/sandrail.json",
+            "preToolUse",
+            "copilot/preToolUse-force-push.json",
+        ),
+    ];
+    for (harness, file, event, fixture) in cases {
+        let project = Project::new();
+        let run = project.run(&["init", "--harness", harness]);
+        assert!(run.ok(), "{harness}: {}", run.stderr());
+        let path = project.dir().join(file);
+        let doc = read_json(&path);
+        let entries = doc["hooks"][event]
+            .as_array()
+            .unwrap_or_else(|| panic!("{harness}: {doc:#}"));
+        let hook = match harness {
+            // Cursor and Copilot list hooks directly; the others in groups.
+            "cursor" | "copilot" => {
+                assert_eq!(doc["version"], 1, "{harness}");
+                entries[0].clone()
+            }
+            _ => entries[0]["hooks"][0].clone(),
+        };
+        let key = if harness == "copilot" {
+            "bash"
+        } else {
+            "command"
+        };
+        let command = hook[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("{harness}: {hook}"));
+        assert_eq!(command, format!("{} hook --harness {harness}", binary()));
+        if harness == "cursor" {
+            assert_eq!(
+                hook["failClosed"], true,
+                "a crash refuses rather than lets through"
+            );
+        }
+
+        let text = std::fs::read(&path).unwrap();
+        let again = project.run(&["init", "--harness", harness]);
+        assert!(again.ok(), "{}", again.stderr());
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            text,
+            "{harness}: a second run changes nothing"
+        );
+
+        let fixture = read_json(&fixtures().join("harnesses").join(fixture));
+        let run = run_registered(&project, command, &fixture["payload"]);
+        let answer = run.answer();
+        let refused = answer["permission"] == "deny"
+            || answer["decision"] == "deny"
+            || answer["permissionDecision"] == "deny"
+            || answer["hookSpecificOutput"]["permissionDecision"] == "deny";
+        assert!(refused, "{harness}: {answer} {}", run.stderr());
+    }
+}
+
+/// `--dry-run` prints the settings and the starter it would write and writes
+/// neither; `--http` registers a running server for Claude Code and is refused
+/// for a harness without http hooks; a settings file that is not JSON is
+/// reported and left alone.
+#[test]
+fn init_dry_run_http_and_broken_settings() {
+    let project = Project::new();
+    let run = project.run(&["init", "--dry-run"]);
+    assert!(run.ok(), "{}", run.stderr());
+    assert!(run.stdout().contains("would write") && run.stdout().contains("\"ConfigChange\""));
+    assert!(
+        !project.dir().join(".claude").exists() && !project.dir().join("sandrail.toml").exists()
+    );
+
+    let run = project.run(&["init", "--http", "http://127.0.0.1:8787/"]);
+    assert!(run.ok(), "{}", run.stderr());
+    let doc = read_json(&project.dir().join(".claude/settings.json"));
+    let hook = &doc["hooks"]["Stop"][0]["hooks"][0];
+    assert_eq!(hook["type"], "http");
+    assert_eq!(hook["url"], "http://127.0.0.1:8787/");
+    assert_eq!(
+        hook["headers"]["x-sandrail-project-dir"],
+        "$CLAUDE_PROJECT_DIR"
+    );
+
+    let run = project.run(&[
+        "init",
+        "--harness",
+        "gemini",
+        "--http",
+        "http://127.0.0.1:8787/",
+    ]);
+    assert_eq!(run.code(), Some(1));
+    assert!(
+        run.stderr().contains("Gemini CLI does not have"),
+        "{}",
+        run.stderr()
+    );
+
+    let broken = Project::new();
+    let settings = broken.dir().join(".cursor/hooks.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{ not json").unwrap();
+    let run = broken.run(&["init", "--harness", "cursor"]);
+    assert_eq!(run.code(), Some(1));
+    assert!(
+        run.stderr().contains("nothing was written"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{ not json");
+    assert!(!broken.dir().join("sandrail.toml").exists());
+}
+
+/// An existing policy is never replaced, and the agent cannot run `init` itself:
+/// the shell analysis names it among the commands that change sandrail's
+/// config, so self-protection refuses it, however the binary is spelt.
+#[test]
+fn init_keeps_a_policy_and_is_refused_to_the_agent() {
+    let project = Project::new();
+    project.config("[[guardrail]]\nname = \"mine\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\n");
+    let run = project.run(&["init"]);
+    assert!(run.ok(), "{}", run.stderr());
+    assert!(
+        std::fs::read_to_string(project.dir().join("sandrail.toml"))
+            .unwrap()
+            .contains("\"mine\"")
+    );
+    for line in [
+        "sandrail init",
+        "/tmp/x/sandrail init --harness claude",
+        "env X=1 sandrail init",
+    ] {
+        let run = project.hook(&bash("s-agent", line));
+        assert!(
+            run.deny_reason()
+                .is_some_and(|r| r.contains("sandrail init")),
+            "{line}: {}",
+            run.stdout()
+        );
+    }
+}
+
+/// `doctor` on a wired project finds nothing wrong; on an unwired one it says to
+/// run `init` and exits 1; with a registered binary that does not exist it says
+/// the harness skips the hook silently; with the Stop a gate needs missing it
+/// names the event.
+#[test]
+fn doctor_on_wired_unwired_and_broken_projects() {
+    let wired = Project::new();
+    assert!(wired.run(&["init"]).ok());
+    let run = wired.run(&["doctor"]);
+    assert!(run.ok(), "{}", run.stdout());
+    assert!(run.stdout().contains("0 error(s)"), "{}", run.stdout());
+    assert!(
+        run.stdout().contains("runs this binary"),
+        "{}",
+        run.stdout()
+    );
+
+    let unwired = Project::new();
+    let run = unwired.run(&["doctor"]);
+    assert_eq!(run.code(), Some(1), "{}", run.stdout());
+    assert!(
+        run.stdout().contains("run `sandrail init`"),
+        "{}",
+        run.stdout()
+    );
+
+    let stale = Project::new();
+    assert!(stale.run(&["init"]).ok());
+    let settings = stale.dir().join(".claude/settings.json");
+    let text = std::fs::read_to_string(&settings)
+        .unwrap()
+        .replace(&binary(), "/opt/gone/sandrail");
+    std::fs::write(&settings, text).unwrap();
+    let run = stale.run(&["doctor", "--json"]);
+    assert_eq!(run.code(), Some(1));
+    let report = run.answer();
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "command")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(finding["level"], "error", "{report:#}");
+    assert!(
+        finding["said"]
+            .as_str()
+            .unwrap()
+            .contains("skips the hook silently"),
+        "{finding}"
+    );
+
+    let partial = Project::new();
+    partial.config(&probe_config(&[(
+        "gate",
+        "config = { action = \"deny\", value = \"no\" }",
+    )]));
+    let settings = partial.dir().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let only_pre = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": format!("{} hook", binary())}]}]}});
+    std::fs::write(&settings, only_pre.to_string()).unwrap();
+    let run = partial.run(&["doctor"]);
+    assert_eq!(run.code(), Some(1), "{}", run.stdout());
+    let missing = run.stdout();
+    assert!(
+        missing.contains("do not register sandrail for")
+            && missing.contains("Stop")
+            && missing.contains("ConfigChange"),
+        "{missing}"
+    );
+}
+
+fn rows_of(run: &Run) -> (Vec<Value>, Value) {
+    let mut lines: Vec<Value> = run
+        .stdout()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let summary = lines.pop().expect("the summary");
+    (lines, summary["summary"].clone())
+}
+
+/// A replayed row as `[turn, event, tool, decision, guardrail, rule, level]`.
+fn columns(row: &Value) -> Value {
+    json!([
+        row["turn"],
+        row["event"],
+        row["tool"],
+        row["decision"],
+        row["guardrail"],
+        row["rule"],
+        row["level"]
+    ])
+}
+
+/// A realistic transcript — three turns, a subagent's sidechain, assistant
+/// messages streamed one block per line, summary, system, meta, slash-command
+/// and compact-summary lines, a failed tool result, a last line cut off — is
+/// replayed event by event under the embedded default in observe mode: the
+/// subagent's hard reset and the force push would have been refused, the rest
+/// proceeds, and the user's own state and system log are untouched.
+#[test]
+fn replay_a_session_under_the_default() {
+    let project = Project::new();
+    let transcript = fixtures().join("transcripts/session.jsonl");
+    let run = project.run(&["replay", transcript.to_str().unwrap(), "--json"]);
+    assert!(run.ok(), "{}", run.stderr());
+    let (rows, summary) = rows_of(&run);
+    let expected = vec![
+        json!([1, "UserPromptSubmit", null, "-", null, null, null]),
+        json!([1, "PreToolUse", "Bash", "allow", null, null, null]),
+        json!([1, "PostToolUse", "Bash", "-", null, null, null]),
+        json!([1, "PreToolUse", "Agent", "-", null, null, null]),
+        json!([1, "PreToolUse", "Grep", "-", null, null, null]),
+        json!([1, "PostToolUse", "Grep", "-", null, null, null]),
+        json!([
+            1,
+            "PreToolUse",
+            "Bash",
+            "would deny",
+            "destructive-commands",
+            "reset-hard",
+            null,
+        ]),
+        json!([1, "PostToolUse", "Bash", "-", null, null, null]),
+        json!([1, "SubagentStop", null, "-", null, null, null]),
+        json!([1, "PostToolUse", "Agent", "-", null, null, null]),
+        json!([1, "PreToolUse", "Edit", "allow", null, null, null]),
+        json!([1, "PostToolUse", "Edit", "-", null, null, null]),
+        json!([
+            1,
+            "PreToolUse",
+            "Bash",
+            "would deny",
+            "destructive-commands",
+            "force-push",
+            null,
+        ]),
+        json!([1, "PostToolUse", "Bash", "-", null, null, null]),
+        json!([1, "Stop", null, "-", null, null, null]),
+        json!([2, "UserPromptSubmit", null, "-", null, null, null]),
+        json!([2, "PreToolUse", "Bash", "deny", "sandrail", null, null,]),
+        json!([2, "PreToolUse", "Bash", "allow", null, null, null]),
+        json!([2, "PostToolUse", "Bash", "-", null, null, null]),
+        json!([2, "Stop", null, "-", null, null, null]),
+        json!([3, "UserPromptSubmit", null, "-", null, null, null]),
+        json!([3, "Stop", null, "-", null, null, null]),
+    ];
+    let got: Vec<Value> = rows.iter().map(columns).collect();
+    assert_eq!(got, expected, "{}", run.stdout());
+    assert!(rows[6]["subagent"] == true && rows[6]["summary"] == "git reset --hard origin/main");
+    assert!(
+        rows[12]["message"].as_str().unwrap().contains("force push"),
+        "{}",
+        rows[12]
+    );
+    assert_eq!(summary["refused"], json!([7, 13]));
+    assert_eq!(
+        summary["passed_over"],
+        json!({"compact summary": 1, "failed tool result": 1, "meta": 1, "slash command": 1,
+               "subagent prompt": 1, "summary": 1, "system": 1})
+    );
+    assert!(
+        summary["unreadable"][0]
+            .as_str()
+            .unwrap()
+            .contains("cut off mid-line")
+    );
+
+    // The table a person reads says the same.
+    let table = project.run(&["replay", transcript.to_str().unwrap()]);
+    assert!(table.ok());
+    let text = table.stdout();
+    assert!(text.contains("2 would have been refused"), "{text}");
+    assert!(text.contains("destructive-commands/force-push"), "{text}");
+
+    // Nothing of the user's: no session, no receipt, nothing in the system log.
+    assert!(!project.state_dir().join("receipts.jsonl").exists());
+    assert!(!project.state_dir().join("sessions").exists());
+    assert!(project.syslog().is_empty(), "{}", project.syslog());
+}
+
+/// With a policy given by `--config` that escalates, each row carries the level
+/// the violation came to: the reset a nudge (let through with a note), the
+/// force push refused at its own hard_block.
+#[test]
+fn replay_shows_the_levels_of_an_escalating_policy() {
+    let project = Project::new();
+    let policy = project.dir().join("ladder.toml");
+    std::fs::write(
+        &policy,
+        "[[guardrail]]\nname = \"destructive-commands\"\nsource = \"builtin:destructive-commands\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash|PowerShell\"\n\n[guardrail.enforcement]\ndefault_level = \"silent\"\nescalation = [{ after = 1, level = \"nudge\" }, { after = 2, level = \"warning\" }]\n\n[guardrail.enforcement.rules.force-push]\ndefault_level = \"hard_block\"\n",
+    )
+    .unwrap();
+    let transcript = fixtures().join("transcripts/session.jsonl");
+    let run = project.run(&[
+        "replay",
+        transcript.to_str().unwrap(),
+        "--config",
+        policy.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(run.ok(), "{}", run.stderr());
+    let (rows, summary) = rows_of(&run);
+    assert_eq!(
+        (rows[6]["decision"].as_str(), rows[6]["level"].as_str()),
+        (Some("note"), Some("nudge"))
+    );
+    assert_eq!(
+        (rows[12]["decision"].as_str(), rows[12]["level"].as_str()),
+        (Some("would deny"), Some("hard_block"))
+    );
+    assert_eq!(summary["refused"], json!([13]));
+    assert_eq!(summary["escalated"], json!([13]));
+}
+
+/// A file that is not a transcript is refused with what to give instead.
+#[test]
+fn replay_refuses_what_is_not_a_transcript() {
+    let project = Project::new();
+    let file = project.dir().join("notes.jsonl");
+    std::fs::write(&file, "{\"type\":\"summary\",\"summary\":\"x\"}\n").unwrap();
+    let run = project.run(&["replay", file.to_str().unwrap()]);
+    assert_eq!(run.code(), Some(1));
+    assert!(
+        run.stderr().contains("records no prompt or tool call"),
+        "{}",
+        run.stderr()
+    );
+}
