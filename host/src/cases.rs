@@ -25,9 +25,10 @@ pub enum CaseFileError {
 
 /// What `decision` may be: what the harness was answered.
 pub const DECISIONS: [&str; 4] = ["allow", "deny", "ask", "block"];
-/// What `verdict` may be: what the guardrail under test said (as its receipts
-/// say); a context's are `enter`, `stay` and `exit`.
-pub const VERDICTS: [&str; 10] = [
+/// What a gate under test may say (as its receipts say): the first four are
+/// its own verdicts, the rest the host's word for one that could not judge or
+/// was held.
+pub const GATE_VERDICTS: [&str; 7] = [
     "pass",
     "note",
     "violation",
@@ -35,6 +36,16 @@ pub const VERDICTS: [&str; 10] = [
     "failed",
     "not-run",
     "held",
+];
+/// What `verdict` may be: a gate's, or a context's `enter`, `stay` and `exit`.
+pub const VERDICTS: [&str; 10] = [
+    GATE_VERDICTS[0],
+    GATE_VERDICTS[1],
+    GATE_VERDICTS[2],
+    GATE_VERDICTS[3],
+    GATE_VERDICTS[4],
+    GATE_VERDICTS[5],
+    GATE_VERDICTS[6],
     "enter",
     "stay",
     "exit",

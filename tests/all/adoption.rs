@@ -411,6 +411,35 @@ fn doctor_on_wired_unwired_and_broken_projects() {
     );
 }
 
+/// A registration that only looks like sandrail's (`echo sandrail hook`)
+/// counts for nothing, and one narrowed to some tools is a warning naming them.
+#[test]
+fn doctor_sees_through_lookalike_and_narrowed_registrations() {
+    let project = Project::new();
+    let settings = project.dir().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().expect("dir")).expect("mkdir");
+    let lookalike = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "echo sandrail hook"}]}]}});
+    std::fs::write(&settings, lookalike.to_string()).expect("write");
+    let run = project.run(&["doctor"]);
+    assert_eq!(run.code(), Some(1), "{}", run.stdout());
+    assert!(
+        run.stdout().contains("no harness settings"),
+        "{}",
+        run.stdout()
+    );
+
+    assert!(project.run(&["init"]).ok());
+    let mut doc = read_json(&settings);
+    doc["hooks"]["PreToolUse"][1]["matcher"] = json!("Write|Edit");
+    std::fs::write(&settings, doc.to_string()).expect("write");
+    let run = project.run(&["doctor"]);
+    assert!(
+        run.stdout().contains("only on tools matching Write|Edit"),
+        "{}",
+        run.stdout()
+    );
+}
+
 fn rows_of(run: &Run) -> (Vec<Value>, Value) {
     let mut lines: Vec<Value> = run
         .stdout()

@@ -13,7 +13,7 @@ use serde_json::json;
 use sandrail::config::{Config, Located};
 use sandrail::event::EventKind;
 use sandrail::harness::Harness;
-use sandrail::harness::settings::hook_program;
+use sandrail::harness::settings::{hook_program, matches_every_tool};
 use sandrail::locations;
 use sandrail::policy::{self, blobs::Blobs};
 
@@ -217,11 +217,15 @@ fn settings(project: &Path, config: Option<&Config>, findings: &mut Findings) {
                     .filter_map(|f| home.as_ref().map(|h| h.join(f))),
             );
         let mut registered = std::collections::BTreeMap::<String, Vec<String>>::new();
+        let mut matchers = std::collections::BTreeMap::<String, Vec<String>>::new();
         for file in files {
             match sandrail::os_sandbox::read(&file) {
                 Ok(Some(doc)) => {
                     for (event, commands) in settings.registrations(&doc) {
                         registered.entry(event).or_default().extend(commands);
+                    }
+                    for (event, found) in settings.matchers(&doc) {
+                        matchers.entry(event).or_default().extend(found);
                     }
                 }
                 Ok(None) => {}
@@ -267,6 +271,19 @@ fn settings(project: &Path, config: Option<&Config>, findings: &mut Findings) {
                 format!("run `sandrail init --harness {}`", harness.name()),
             );
         }
+        for (event, found) in &matchers {
+            if !found.iter().any(|m| matches_every_tool(m)) {
+                findings.warn(
+                    "settings",
+                    format!(
+                        "{} runs sandrail for {event} only on tools matching {}: every other tool call goes unjudged",
+                        harness.title(),
+                        found.join(", ")
+                    ),
+                    "set the matcher of sandrail's hook to \"*\"".into(),
+                );
+            }
+        }
         let commands: BTreeSet<&String> = registered.values().flatten().collect();
         for command in commands {
             check_command(command, this.as_deref(), harness, findings);
@@ -301,6 +318,7 @@ fn check_command(command: &str, this: Option<&Path>, harness: Harness, findings:
         "run `sandrail init --harness {}` from this binary after removing the stale hook, or correct the path in the settings",
         harness.name()
     );
+    let program = program.as_str();
     let Some(resolved) = resolve(program) else {
         findings.error(
             "command",

@@ -344,20 +344,14 @@ impl Report {
     /// The verdict kinds a gate can give that no case drew out (none when only
     /// contexts ran: they transition, they do not judge).
     fn unexercised(&self) -> Vec<&'static str> {
-        let gates = [
-            "pass",
-            "note",
-            "violation",
-            "deny",
-            "failed",
-            "not-run",
-            "held",
-        ];
-        if !self.verdicts.is_empty() && !gates.iter().any(|v| self.verdicts.contains_key(*v)) {
+        let gate = cases::GATE_VERDICTS;
+        if !self.verdicts.is_empty() && !gate.iter().any(|v| self.verdicts.contains_key(*v)) {
             return Vec::new();
         }
-        ["pass", "note", "violation", "deny"]
-            .into_iter()
+        // A gate's own verdicts: the ones a case can make it give.
+        gate[..4]
+            .iter()
+            .copied()
             .filter(|v| !self.verdicts.contains_key(*v))
             .collect()
     }

@@ -136,6 +136,33 @@ impl Settings {
         found
     }
 
+    /// The matchers under which each tool event runs sandrail (grouped layouts;
+    /// a flat layout's hooks see every tool). `*`, `.*`, empty or missing: all.
+    pub fn matchers(&self, doc: &Value) -> BTreeMap<String, Vec<String>> {
+        let mut found = BTreeMap::<String, Vec<String>>::new();
+        if self.layout != Layout::Grouped {
+            return found;
+        }
+        let tool_events = self.events.iter().filter(|(_, m)| m.is_some());
+        for (event, _) in tool_events {
+            let groups = doc
+                .get("hooks")
+                .and_then(|h| h.get(*event))
+                .and_then(Value::as_array);
+            for group in groups.into_iter().flatten() {
+                if self.sandrail_hooks(std::slice::from_ref(group)).is_empty() {
+                    continue;
+                }
+                let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or("");
+                found
+                    .entry(event.to_string())
+                    .or_default()
+                    .push(matcher.to_owned());
+            }
+        }
+        found
+    }
+
     /// The hook objects of an event's entries.
     fn hooks_of<'a>(&self, entries: &'a [Value]) -> Vec<&'a Value> {
         match self.layout {
@@ -166,19 +193,30 @@ impl Settings {
     }
 }
 
+/// Whether a tool matcher lets every tool through.
+pub fn matches_every_tool(matcher: &str) -> bool {
+    matches!(matcher.trim(), "" | "*" | ".*")
+}
+
 /// Whether a hook command runs `sandrail hook` (by any path to the binary).
 pub fn runs_sandrail_hook(command: &str) -> bool {
     hook_program(command).is_some()
 }
 
-/// The program a `… sandrail hook …` command line runs, as written.
-pub fn hook_program(command: &str) -> Option<&str> {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    words.windows(2).find_map(|pair| {
-        let program = pair[0].trim_matches(['"', '\'']);
-        let name = program.rsplit('/').next().unwrap_or(program);
-        (name == "sandrail" && pair[1] == "hook").then_some(program)
-    })
+/// The program of the `sandrail hook` a hook command line runs, as the shell
+/// reads it: after assignments and wrappers (`env X=1`, `bash -c`), never a
+/// word that is only an argument (`echo sandrail hook` runs `echo`).
+pub fn hook_program(command: &str) -> Option<String> {
+    crate::shell::analyse(command)
+        .commands
+        .into_iter()
+        .find_map(|command| {
+            let mut argv = command.argv.into_iter();
+            let program = argv.next()?;
+            (crate::shell::program(&program) == "sandrail"
+                && argv.next().as_deref() == Some("hook"))
+            .then_some(program)
+        })
 }
 
 /// `path` as one shell word.
@@ -199,11 +237,20 @@ mod tests {
 
     #[test]
     fn the_program_of_a_hook_command_is_found() {
-        assert_eq!(hook_program("sandrail hook"), Some("sandrail"));
+        assert_eq!(hook_program("sandrail hook").as_deref(), Some("sandrail"));
         assert_eq!(
-            hook_program("/opt/bin/sandrail hook --harness codex"),
+            hook_program("/opt/bin/sandrail hook --harness codex").as_deref(),
             Some("/opt/bin/sandrail")
         );
+        assert_eq!(
+            hook_program("'/a b/sandrail' hook").as_deref(),
+            Some("/a b/sandrail")
+        );
+        assert_eq!(
+            hook_program("env X=1 sandrail hook").as_deref(),
+            Some("sandrail")
+        );
+        assert_eq!(hook_program("echo sandrail hook"), None);
         assert_eq!(hook_program("other hook"), None);
     }
 
