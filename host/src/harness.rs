@@ -117,14 +117,23 @@ impl Harness {
 
     /// Reads this harness's payload into the host's event model.
     pub fn read(self, raw: &str) -> Result<Translated, PayloadError> {
-        if self == Harness::Claude {
-            return Ok(Translated::Event(Event {
-                payload: raw.to_owned(),
-                harness_event: String::new(),
-                kind: None,
-            }));
-        }
-        let members = members(raw)?;
+        let members = match (self, members(raw)) {
+            (Harness::Claude, Ok(members)) if cursor::sent(&members) => {
+                // Cursor runs the hooks in Claude Code's settings too, with
+                // its own payload; the answer stays Claude Code's, which it reads.
+                return cursor::read(&members);
+            }
+            // Anything else is Claude Code's to read, errors included.
+            (Harness::Claude, _) => {
+                return Ok(Translated::Event(Event {
+                    payload: raw.to_owned(),
+                    harness_event: String::new(),
+                    kind: None,
+                    cwd: None,
+                }));
+            }
+            (_, members) => members?,
+        };
         match self {
             Harness::Claude => unreachable!("read above"),
             Harness::Codex => codex::read(&members),
@@ -176,6 +185,8 @@ pub struct Event {
     pub harness_event: String,
     /// The host's event (`None` for Claude Code, whose payload is read as it is).
     pub kind: Option<EventKind>,
+    /// The working directory the payload names.
+    pub cwd: Option<String>,
 }
 
 /// Judges the payload on `stdin`, written in `harness`'s dialect: read into the
@@ -219,7 +230,22 @@ pub fn judge(
             return crate::hook::unreadable(&why, &origin, &places);
         }
     };
-    let mut outcome = judge(event.payload.as_bytes(), &origin);
+    // A harness that names no project directory: the project its hooks were
+    // registered in, not whichever subdirectory the session stands in.
+    let origin = match (&origin.project, &event.cwd) {
+        (None, Some(cwd)) => Origin {
+            project: Some(harness.project_of(std::path::Path::new(cwd))),
+            cwd: origin.cwd.clone(),
+        },
+        _ => origin,
+    };
+    // Claude Code's payload goes on as it came, so the host reports what it had
+    // to repair in it.
+    let payload = match event.kind {
+        Some(_) => event.payload.as_bytes(),
+        None => &bytes[..],
+    };
+    let mut outcome = judge(payload, &origin);
     outcome.answer = outcome
         .answer
         .and_then(|claude| harness.answer(&event, &claude));
@@ -238,6 +264,25 @@ impl Harness {
         std::env::var_os(var)
             .filter(|v| !v.is_empty())
             .map(Into::into)
+    }
+
+    /// The project a working directory belongs to, for a harness that names
+    /// none: the outermost directory above it (short of the home directory)
+    /// holding this harness's hook settings, else the nearest git work tree,
+    /// else the directory itself.
+    fn project_of(self, cwd: &std::path::Path) -> std::path::PathBuf {
+        let home = crate::locations::home();
+        let candidates = || {
+            cwd.ancestors()
+                .filter(|dir| Some(*dir) != home.as_deref() && dir.parent().is_some())
+        };
+        let file = self.settings().file;
+        candidates()
+            .filter(|dir| dir.join(file).exists())
+            .last()
+            .or_else(|| candidates().find(|dir| dir.join(".git").exists()))
+            .unwrap_or(cwd)
+            .to_path_buf()
     }
 
     /// Whether the harness ignores a refusal of this event.
@@ -372,11 +417,47 @@ impl Payload {
         };
         self.set("tool_name", json!(name));
         self.set("harness_tool_name", json!(harness_name));
+        // A patch tool's arguments may be the patch itself.
+        let loose = if name == "apply_patch" {
+            "command"
+        } else {
+            "arguments"
+        };
         let input = match arguments {
-            Some(raw) => tool_input(raw, fields),
+            Some(raw) => tool_input(raw, fields, loose),
             None => "{}".to_owned(),
         };
+        if matches!(name, "Bash" | "PowerShell") {
+            self.run_in(&input);
+        }
         self.members.insert("tool_input".into(), input);
+    }
+
+    /// A command tool told to run in another directory (Gemini's `directory` or
+    /// `dir_path`, Cursor's `working_directory`) runs there: its relative paths
+    /// are read against that directory, as the harness will run it.
+    fn run_in(&mut self, input: &str) {
+        let Ok(fields) = serde_json::from_str::<Members>(input) else {
+            return;
+        };
+        let dir = ["working_directory", "directory", "dir_path"]
+            .iter()
+            .find_map(|key| text(&fields, key))
+            .filter(|dir| !dir.is_empty());
+        let Some(dir) = dir else {
+            return;
+        };
+        let cwd = self
+            .members
+            .get("cwd")
+            .and_then(|raw| serde_json::from_str::<String>(raw).ok());
+        let joined = match cwd {
+            Some(cwd) if std::path::Path::new(&dir).is_relative() => {
+                std::path::Path::new(&cwd).join(&dir).display().to_string()
+            }
+            _ => dir,
+        };
+        self.set("cwd", json!(joined));
     }
 
     /// The members as one JSON object.
@@ -395,10 +476,15 @@ impl Payload {
     }
 
     fn into_event(self, harness_event: &str, kind: EventKind) -> Translated {
+        let cwd = self
+            .members
+            .get("cwd")
+            .and_then(|raw| serde_json::from_str::<String>(raw).ok());
         Translated::Event(Event {
             payload: self.text(),
             harness_event: harness_event.to_owned(),
             kind: Some(kind),
+            cwd,
         })
     }
 }
@@ -457,7 +543,7 @@ impl Tool {
 /// Arguments that arrive as a JSON string (Copilot's `toolArgs`, Cursor's MCP
 /// `tool_input`) are read from the string; a string that is not a JSON object is
 /// kept whole under `arguments`.
-fn tool_input(raw: &RawValue, renames: &[(&str, &str)]) -> String {
+fn tool_input(raw: &RawValue, renames: &[(&str, &str)], loose: &str) -> String {
     let owned;
     let object_text = if raw.get().starts_with('"') {
         match serde_json::from_str::<String>(raw.get()) {
@@ -465,7 +551,11 @@ fn tool_input(raw: &RawValue, renames: &[(&str, &str)]) -> String {
                 owned = inner;
                 owned.as_str()
             }
-            Ok(inner) => return json!({ "arguments": inner }).to_string(),
+            Ok(inner) => {
+                let mut kept = serde_json::Map::new();
+                kept.insert(loose.to_owned(), json!(inner));
+                return Value::Object(kept).to_string();
+            }
             Err(_) => return "{}".to_owned(),
         }
     } else {
@@ -495,7 +585,7 @@ mod tests {
         let raw: Box<RawValue> =
             serde_json::from_str(r#"{"path":"sandrail.toml","file_path":"harmless.txt"}"#).unwrap();
         let input: Value =
-            serde_json::from_str(&tool_input(&raw, &[("path", "file_path")])).unwrap();
+            serde_json::from_str(&tool_input(&raw, &[("path", "file_path")], "arguments")).unwrap();
         assert_eq!(input["file_path"], "sandrail.toml");
     }
 
@@ -503,11 +593,13 @@ mod tests {
     fn arguments_in_a_json_string_are_read() {
         let raw: Box<RawValue> =
             serde_json::from_str(r#""{\"command\":\"rm -rf dist\"}""#).unwrap();
-        let input: Value = serde_json::from_str(&tool_input(&raw, &[])).unwrap();
+        let input: Value = serde_json::from_str(&tool_input(&raw, &[], "arguments")).unwrap();
         assert_eq!(input["command"], "rm -rf dist");
         let raw: Box<RawValue> = serde_json::from_str(r#""not json""#).unwrap();
-        let input: Value = serde_json::from_str(&tool_input(&raw, &[])).unwrap();
+        let input: Value = serde_json::from_str(&tool_input(&raw, &[], "arguments")).unwrap();
         assert_eq!(input["arguments"], "not json");
+        let input: Value = serde_json::from_str(&tool_input(&raw, &[], "command")).unwrap();
+        assert_eq!(input["command"], "not json");
     }
 
     #[test]

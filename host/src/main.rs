@@ -259,16 +259,14 @@ fn main() -> ExitCode {
 /// Judges the event on stdin and prints the answer, then exits.
 fn hook(harness: Harness) -> ExitCode {
     let origin = hook::Origin::of_this_process();
-    let outcome = match harness {
-        Harness::Claude => judge(std::io::stdin().lock(), &origin),
-        // Read into the host's model, judged as Claude Code's, answered in the dialect.
-        _ => sandrail::harness::judge(
-            harness,
-            std::io::stdin().lock(),
-            &origin,
-            |payload, origin| judge(payload, origin),
-        ),
-    };
+    // Read into the host's model, judged as Claude Code's, answered in the
+    // harness's dialect.
+    let outcome = sandrail::harness::judge(
+        harness,
+        std::io::stdin().lock(),
+        &origin,
+        |payload, origin| judge(payload, origin),
+    );
     if let Some(answer) = outcome.answer {
         let mut stdout = std::io::stdout().lock();
         // One write of a complete answer; a closed pipe loses nothing we could save.

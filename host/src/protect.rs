@@ -62,7 +62,9 @@ const CLAUDE_SETTINGS: &[&str] = &[".claude/settings.json", ".claude/settings.lo
 const MAX_SETTINGS_BYTES: u64 = 1 << 20;
 
 /// Where the registrations are remembered, under the state directory.
-const REGISTRATIONS_DIR: &str = "protect";
+/// Versioned: a registration is remembered whole since version 2, so records
+/// of the event and matcher alone are not compared with it.
+const REGISTRATIONS_DIR: &str = "protect-v2";
 
 /// What this process must not let the agent change.
 pub struct Protected {
@@ -437,7 +439,10 @@ fn read_settings(path: &Path) -> Option<Value> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// Every `event|matcher` under which the settings run `sandrail hook`.
+/// Every registration of sandrail the settings hold: `event|matcher|command`
+/// (or the server's URL) and the rest of the hook entry, so that any edit to
+/// one — a command made harmless (`|| true`, `>/dev/null`, another
+/// `--harness`), a tiny timeout, `async` — reads as dropping it.
 fn registrations(settings: &Value) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let Some(hooks) = settings.get("hooks").and_then(Value::as_object) else {
@@ -452,18 +457,19 @@ fn registrations(settings: &Value) -> BTreeSet<String> {
                 .into_iter()
                 .flatten()
             {
-                if hook
+                let command = hook
                     .get("command")
                     .and_then(Value::as_str)
-                    .is_some_and(runs_sandrail_hook)
-                {
-                    found.insert(format!("{event}|{matcher}"));
-                }
+                    .filter(|c| runs_sandrail_hook(c));
                 // `sandrail serve` as an http hook, by its URL: moving it elsewhere
                 // drops the registration as surely as deleting it.
-                if let Some(url) = sandrail_server_url(hook) {
-                    found.insert(format!("{event}|{matcher}|{url}"));
-                }
+                let Some(what) = command.or_else(|| sandrail_server_url(hook)) else {
+                    continue;
+                };
+                let mut rest = hook.as_object().cloned().unwrap_or_default();
+                rest.remove("command");
+                rest.remove("url");
+                found.insert(format!("{event}|{matcher}|{what} {}", Value::Object(rest)));
             }
         }
     }
@@ -523,6 +529,7 @@ fn remember(state: &Path, settings: &Path, registrations: &BTreeSet<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn names_compare_ignoring_case_where_the_filesystem_does() {
@@ -541,7 +548,7 @@ mod tests {
     }
 
     #[test]
-    fn registrations_are_event_and_matcher() {
+    fn registrations_are_the_whole_hook_entry() {
         let settings = serde_json::json!({"hooks": {
             "PreToolUse": [
                 {"matcher": "Bash|Write", "hooks": [{"type": "command", "command": "sandrail hook"}]},
@@ -550,7 +557,26 @@ mod tests {
             "Stop": [{"hooks": [{"type": "command", "command": "sandrail hook"}]}]
         }});
         let found: Vec<String> = registrations(&settings).into_iter().collect();
-        assert_eq!(found, ["PreToolUse|Bash|Write", "Stop|*"]);
+        assert_eq!(
+            found,
+            [
+                r#"PreToolUse|Bash|Write|sandrail hook {"type":"command"}"#,
+                r#"Stop|*|sandrail hook {"type":"command"}"#
+            ]
+        );
+        // Made harmless, each is another registration: the first is dropped.
+        for harmless in [
+            json!({"type": "command", "command": "sandrail hook || true"}),
+            json!({"type": "command", "command": "sandrail hook --harness gemini"}),
+            json!({"type": "command", "command": "sandrail hook", "timeout": 0.001}),
+            json!({"type": "command", "command": "sandrail hook", "async": true}),
+        ] {
+            let edited = json!({"hooks": {"Stop": [{"hooks": [harmless]}]}});
+            assert!(
+                !registrations(&edited).contains(r#"Stop|*|sandrail hook {"type":"command"}"#),
+                "{edited}"
+            );
+        }
     }
 
     #[test]
@@ -566,11 +592,13 @@ mod tests {
             registrations(&served("http://127.0.0.1:8787/", "X-Sandrail-Project-Dir"))
                 .into_iter()
                 .collect();
-        assert_eq!(found, ["PreToolUse|*|http://127.0.0.1:8787/"]);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].starts_with("PreToolUse|*|http://127.0.0.1:8787/ "));
         // Moved to another port, it is another registration: the first is dropped.
         assert!(
             !registrations(&served("http://127.0.0.1:9/", "x-sandrail-project-dir"))
-                .contains("PreToolUse|*|http://127.0.0.1:8787/")
+                .iter()
+                .any(|r| r.starts_with("PreToolUse|*|http://127.0.0.1:8787/"))
         );
     }
 

@@ -112,7 +112,11 @@ struct Bookmark {
 /// real user message yet: the event then has no turn, rather than a wrong one.
 pub fn of_event(input: &crate::protocol::HookInput, state: Option<&Path>) -> Option<Turn> {
     let Some(path) = input.transcript_path.as_deref() else {
-        eprintln!("sandrail: turn unknown: the payload names no transcript_path");
+        // A payload read from another harness has its transcript set aside on
+        // purpose (docs/harnesses.md); only a Claude Code payload without one is news.
+        if !input.fields.contains_key("harness") {
+            eprintln!("sandrail: turn unknown: the payload names no transcript_path");
+        }
         return None;
     };
     let bookmarks = state.map(|dir| (dir, input.session_id.as_str()));

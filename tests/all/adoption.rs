@@ -598,3 +598,39 @@ fn replay_refuses_what_is_not_a_transcript() {
         run.stderr()
     );
 }
+
+/// Replay observes every gate, an inline entry's own `gate = "enforce"`
+/// included, and what it shows of the transcript cannot drive the terminal: a
+/// command carrying escape sequences is printed with them made visible.
+#[test]
+fn replay_observes_inline_entries_and_shows_no_escapes() {
+    let project = Project::new();
+    let policy = project.dir().join("inline.toml");
+    std::fs::write(
+        &policy,
+        "guardrail = [{ name = \"dc\", source = \"builtin:destructive-commands\", events = [\"PreToolUse\"], gate = \"enforce\" }]\n",
+    )
+    .expect("write");
+    let transcript = project.dir().join("t.jsonl");
+    let lines = [
+        json!({"type": "user", "sessionId": "s-esc", "message": {"content": "push it"}}),
+        json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+            "input": {"command": "git push --force origin main \u{1b}[2K\r\u{1b}[8m harmless"}}]}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&transcript, text).expect("write");
+    let args = [
+        "replay",
+        transcript.to_str().expect("path"),
+        "--config",
+        policy.to_str().expect("path"),
+    ];
+    let run = project.run(&args);
+    assert!(run.ok(), "{}", run.stderr());
+    assert!(!run.stdout().contains('\u{1b}'), "{:?}", run.stdout());
+    assert!(
+        run.stdout().contains("1 would have been refused"),
+        "{}",
+        run.stdout()
+    );
+}

@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 use crate::serve::Server;
 use crate::support::*;
 
+/// The project directory the fixtures are written in, put in a test's own.
+const FIXTURE_PROJECT: &str = "/home/dev/project";
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/harnesses")
 }
@@ -66,6 +69,9 @@ fn answer_of(run: &Run) -> Value {
 /// and argument fields are read into the host's vocabulary, so one rule on
 /// `Write` refuses Gemini's `write_file`, Cursor's `Write` with `contents` and
 /// Copilot's `edit` with `path`, the last even beside a decoy `file_path`.
+/// Self-protection holds through each harness's own spellings: an indented
+/// Codex patch header, Copilot's patch given as bare text, a Gemini or Cursor
+/// shell told to run in the hook settings' directory, Copilot's `write_bash`.
 #[test]
 fn every_harness_fixture_gets_its_answer() {
     let policy = policy();
@@ -75,9 +81,14 @@ fn every_harness_fixture_gets_its_answer() {
     for (harness, name, payload, expected) in &all {
         let project = Project::new();
         project.config(&policy);
-        let run = project.hook_as(harness, payload.to_string().as_bytes());
+        // The fixtures' project directory is this project's.
+        let here =
+            |text: String| text.replace(FIXTURE_PROJECT, &project.dir().display().to_string());
+        let run = project.hook_as(harness, here(payload.to_string()).as_bytes());
         let got = answer_of(&run);
-        if run.code() != Some(0) || &got != expected {
+        let expected: Value =
+            serde_json::from_str(&here(expected.to_string())).expect("the expected answer");
+        if run.code() != Some(0) || got != expected {
             failures.push(format!(
                 "{harness}/{name}: exit {:?}\n  expected {expected}\n  got      {got}\n  stderr {}",
                 run.code(),
@@ -215,6 +226,72 @@ fn an_unreadable_harness_payload_follows_on_error() {
         "{}",
         run.stderr()
     );
+}
+
+/// Cursor runs the hooks in Claude Code's settings too, sending its own
+/// payload: a plain `sandrail hook` reads it as Cursor's (by the top-level
+/// `cursor_version` and a Cursor event name) and answers in Claude Code's
+/// words, which Cursor maps, instead of letting it through as unreadable.
+#[test]
+fn a_cursor_payload_to_a_claude_registration_is_judged() {
+    let project = Project::new();
+    project.config(&policy());
+    let fixture = read_fixture("cursor/preToolUse-shell-force-push.json");
+    let run = project.hook(fixture["payload"].to_string().as_bytes());
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(
+        run.answer()["hookSpecificOutput"]["permissionDecision"],
+        "deny",
+        "{}",
+        run.stderr()
+    );
+    // The same words inside the agent's own input do not make a Claude Code
+    // payload Cursor's.
+    let claude = payload(
+        "PreToolUse",
+        "s-claude",
+        json!({"tool_name": "Bash", "tool_input": {"command": "git push --force origin main", "cursor_version": "1", "hook_event_name": "preToolUse"}}),
+    );
+    let run = project.hook(&claude);
+    assert_eq!(
+        run.answer()["hookSpecificOutput"]["permissionDecision"],
+        "deny",
+        "{}",
+        run.stderr()
+    );
+}
+
+/// Codex names no project directory: a session standing in a subdirectory
+/// still has the repository's hook settings protected, found where the
+/// harness's settings file is.
+#[test]
+fn codex_in_a_subdirectory_protects_the_repositorys_settings() {
+    let project = Project::new();
+    project.config(&policy());
+    let hooks = project.dir().join(".codex/hooks.json");
+    std::fs::create_dir_all(hooks.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&hooks, "{}").expect("write");
+    let sub = project.dir().join("sub");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    let push = json!({
+        "session_id": "codex-sub", "turn_id": "t1", "transcript_path": null, "cwd": sub,
+        "hook_event_name": "PreToolUse", "model": "gpt-5", "tool_name": "Bash",
+        "tool_use_id": "call_1", "tool_input": {"command": "rm ../.codex/hooks.json"}
+    });
+    let mut cmd = project.cmd();
+    cmd.env_remove("CLAUDE_PROJECT_DIR").current_dir(&sub);
+    let run = project.hook_as_with(cmd, "codex", push.to_string().as_bytes());
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(
+        run.answer()["hookSpecificOutput"]["permissionDecision"],
+        "deny",
+        "{}",
+        run.stderr()
+    );
+}
+
+fn read_fixture(name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(fixtures().join(name)).expect("read")).expect("JSON")
 }
 
 /// The receipt of a translated event names the host's tool and event, so one

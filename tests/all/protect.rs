@@ -342,6 +342,42 @@ fn config_change_cannot_switch_sandrails_hooks_off() {
     let reason = blocked(&config_change(&project, json!({}))).expect("blocked");
     assert!(reason.contains("PreToolUse|*"), "{reason}");
 
+    // A registration made harmless is a dropped one: the command's answer
+    // thrown away or its failure ignored, another harness's dialect, a timeout
+    // too short to answer, a hook the harness does not wait for.
+    for (hook, what) in [
+        (
+            json!({"type": "command", "command": "sandrail hook || true"}),
+            "|| true",
+        ),
+        (
+            json!({"type": "command", "command": "sandrail hook >/dev/null"}),
+            "stdout discarded",
+        ),
+        (
+            json!({"type": "command", "command": "sandrail hook --harness gemini"}),
+            "another dialect",
+        ),
+        (
+            json!({"type": "command", "command": "sandrail hook", "timeout": 0.001}),
+            "tiny timeout",
+        ),
+        (
+            json!({"type": "command", "command": "sandrail hook", "async": true}),
+            "async",
+        ),
+    ] {
+        let mut harmless = settings_with_sandrail();
+        harmless["hooks"]["Stop"][0]["hooks"][0] = hook;
+        put(&settings, &harmless.to_string());
+        let run = config_change(&project, json!({}));
+        assert!(
+            blocked(&run).is_some_and(|r| r.contains("Stop|*")),
+            "{what}: {}",
+            run.stdout()
+        );
+    }
+
     // disableAllHooks, from the file or from the payload's new_config.
     let mut disabled = settings_with_sandrail();
     disabled["disableAllHooks"] = json!(true);

@@ -13,7 +13,7 @@ use serde_json::json;
 use sandrail::config::{Config, Located};
 use sandrail::event::EventKind;
 use sandrail::harness::Harness;
-use sandrail::harness::settings::{hook_program, matches_every_tool};
+use sandrail::harness::settings::{hook_dialect, hook_program, matches_every_tool};
 use sandrail::locations;
 use sandrail::policy::{self, blobs::Blobs};
 
@@ -221,6 +221,21 @@ fn settings(project: &Path, config: Option<&Config>, findings: &mut Findings) {
         for file in files {
             match sandrail::os_sandbox::read(&file) {
                 Ok(Some(doc)) => {
+                    if doc
+                        .get("disableAllHooks")
+                        .and_then(serde_json::Value::as_bool)
+                        == Some(true)
+                    {
+                        findings.error(
+                            "settings",
+                            format!(
+                                "{} sets disableAllHooks: {} runs no hook at all",
+                                file.display(),
+                                harness.title()
+                            ),
+                            "remove disableAllHooks".into(),
+                        );
+                    }
                     for (event, commands) in settings.registrations(&doc) {
                         registered.entry(event).or_default().extend(commands);
                     }
@@ -305,9 +320,38 @@ fn settings(project: &Path, config: Option<&Config>, findings: &mut Findings) {
 /// the harness without a word, and another one judges by its own rules.
 fn check_command(command: &str, this: Option<&Path>, harness: Harness, findings: &mut Findings) {
     if command.starts_with("http://") || command.starts_with("https://") {
-        findings.ok(
+        let host = command
+            .split_once("://")
+            .map(|(_, rest)| rest)
+            .unwrap_or_default()
+            .split(['/', '?'])
+            .next()
+            .unwrap_or_default();
+        let host = host.rsplit_once(':').map_or(host, |(host, _)| host);
+        if matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
+            findings.ok(
+                "command",
+                format!("{command} (sandrail serve) is registered; while it is down, events go unjudged unless a command hook forwards with SANDRAIL_SERVE_REQUIRED=1"),
+            );
+        } else {
+            findings.warn(
+                "command",
+                format!("{command} is a server on another machine: every event goes there, and while it cannot be reached events go unjudged"),
+                "register the local `sandrail serve`, or the command hook".into(),
+            );
+        }
+        return;
+    }
+    if let Some(dialect) = hook_dialect(command)
+        && dialect != harness.name()
+    {
+        findings.error(
             "command",
-            format!("{command} (sandrail serve) is registered; an unreachable server lets events through unless SANDRAIL_SERVE_REQUIRED=1 forwards through a command hook"),
+            format!(
+                "`{command}` reads {dialect}'s payloads, but {} sends its own: its events go unjudged",
+                harness.title()
+            ),
+            format!("run `sandrail hook --harness {}` there", harness.name()),
         );
         return;
     }

@@ -132,8 +132,9 @@ fn policy(config: Option<&Path>) -> anyhow::Result<(String, Option<PathBuf>, Str
         .with_context(|| format!("cannot read the config {}", path.display()))?;
     let text =
         String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8", path.display()))?;
-    let dir = path
-        .canonicalize()
+    // Relative paths in it are read from the directory the hook reads it in:
+    // the link's, for a config reached through a link.
+    let dir = std::path::absolute(&path)
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf));
     Ok((text, dir, path.display().to_string()))
@@ -187,26 +188,41 @@ fn observe(text: &str, dir: Option<&Path>) -> anyhow::Result<String> {
             }
         }
     }
-    if let Some(guardrails) = doc
-        .get_mut("guardrail")
-        .and_then(|g| g.as_array_of_tables_mut())
-    {
-        for entry in guardrails.iter_mut() {
-            if entry.contains_key("gate") {
-                entry["gate"] = toml_edit::value("observe");
-            }
-            if let Some(source) = entry
-                .get("source")
-                .and_then(|s| s.as_str())
-                .map(str::to_owned)
-            {
-                entry["source"] = toml_edit::value(absolute(&source));
-            }
-            if let Some(data) = entry.get_mut("data").and_then(|d| d.as_array_mut()) {
-                for grant in data.iter_mut() {
-                    if let Some(text) = grant.as_str().map(str::to_owned) {
-                        *grant = absolute(&text).into();
-                    }
+    let mut entries: Vec<&mut dyn toml_edit::TableLike> = Vec::new();
+    match doc.get_mut("guardrail") {
+        Some(toml_edit::Item::ArrayOfTables(tables)) => {
+            entries.extend(
+                tables
+                    .iter_mut()
+                    .map(|t| t as &mut dyn toml_edit::TableLike),
+            );
+        }
+        // `guardrail = [{ … }, …]`: the same entries, written inline.
+        Some(toml_edit::Item::Value(toml_edit::Value::Array(inline))) => {
+            entries.extend(
+                inline
+                    .iter_mut()
+                    .filter_map(|v| v.as_inline_table_mut())
+                    .map(|t| t as &mut dyn toml_edit::TableLike),
+            );
+        }
+        _ => {}
+    }
+    for entry in entries {
+        if entry.contains_key("gate") {
+            entry.insert("gate", toml_edit::value("observe"));
+        }
+        let source = entry
+            .get("source")
+            .and_then(|s| s.as_str())
+            .map(str::to_owned);
+        if let Some(source) = source {
+            entry.insert("source", toml_edit::value(absolute(&source)));
+        }
+        if let Some(data) = entry.get_mut("data").and_then(|d| d.as_array_mut()) {
+            for grant in data.iter_mut() {
+                if let Some(text) = grant.as_str().map(str::to_owned) {
+                    *grant = absolute(&text).into();
                 }
             }
         }
@@ -314,10 +330,10 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-/// The first line of `text`, cut to `max` characters.
+/// `text` on one line, cut to `max` characters, with anything a terminal would
+/// act on shown rather than sent: the transcript is the agent's writing.
 fn clip(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or("");
-    sandrail::protocol::cap_chars(line, max)
+    sandrail::guest_text::one_line(text, max)
 }
 
 fn refused(rows: &[Row]) -> Vec<&Row> {

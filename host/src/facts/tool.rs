@@ -167,8 +167,8 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<(Map<String, Val
                 patterns,
             );
         } else if normalised == "apply_patch" {
-            for file in patched_files(&command) {
-                effects.write(&file);
+            for (file, removes) in patched_files(&command) {
+                effects.change(&file, removes);
             }
         }
     }
@@ -1096,21 +1096,23 @@ fn operands_with<'a>(args: &'a [String], with_value: &'a [&str]) -> impl Iterato
 }
 
 /// The files a Codex `apply_patch` adds, updates or deletes.
-fn patched_files(patch: &str) -> Vec<String> {
+fn patched_files(patch: &str) -> Vec<(String, bool)> {
+    // Every header, however indented (Codex trims each line before it reads
+    // one), and no cap: self-protection must see the last file as the first.
     patch
         .lines()
         .filter_map(|line| {
+            let line = line.trim();
             [
-                "*** Add File: ",
-                "*** Update File: ",
-                "*** Delete File: ",
-                "*** Move to: ",
+                ("*** Add File: ", false),
+                ("*** Update File: ", false),
+                ("*** Delete File: ", true),
+                ("*** Move to: ", false),
             ]
             .iter()
-            .find_map(|marker| line.strip_prefix(marker))
+            .find_map(|(marker, removes)| Some((line.strip_prefix(marker)?, *removes)))
         })
-        .map(|path| path.trim().to_owned())
-        .take(MAX_LISTED)
+        .map(|(path, removes)| (path.trim().to_owned(), removes))
         .collect()
 }
 
@@ -1210,6 +1212,19 @@ mod tests {
         );
         assert_eq!(named("sandrail state get g k"), None);
         assert_eq!(named("sandrail status --json"), None);
+    }
+
+    #[test]
+    fn every_patched_file_is_found_however_indented() {
+        let mut patch = String::from("*** Begin Patch\n");
+        for n in 0..300 {
+            patch.push_str(&format!("*** Add File: junk/f{n}\n+x\n"));
+        }
+        patch.push_str("  *** Delete File: .codex/hooks.json\n *** Update File: sandrail.toml\n@@\n+x\n*** End Patch\n");
+        let files = patched_files(&patch);
+        assert_eq!(files.len(), 302);
+        assert!(files.contains(&(".codex/hooks.json".to_owned(), true)));
+        assert!(files.contains(&("sandrail.toml".to_owned(), false)));
     }
 
     #[test]

@@ -47,6 +47,13 @@ const UNJUDGED: &[&str] = &[
 
 const TOOLS: &[(&str, Tool)] = &[
     ("bash", Tool::named("Bash")),
+    // Typed into a shell `bash` started: a command line like any other.
+    (
+        "write_bash",
+        Tool::renaming("Bash", &[("input", "command")]),
+    ),
+    // Its arguments are the patch text itself.
+    ("apply_patch", Tool::named("apply_patch")),
     ("powershell", Tool::named("PowerShell")),
     (
         "edit",

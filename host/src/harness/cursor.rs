@@ -92,6 +92,15 @@ pub(super) const SETTINGS: Settings = Settings {
     },
 };
 
+/// Whether a payload is Cursor's own: its top level (the harness's, never the
+/// agent's) names Cursor's version and one of Cursor's events.
+pub(super) fn sent(members: &Members) -> bool {
+    members.contains_key("cursor_version")
+        && text(members, "hook_event_name").is_some_and(|name| {
+            EVENTS.iter().any(|(n, _)| *n == name) || UNJUDGED.contains(&name.as_str())
+        })
+}
+
 pub(super) fn read(members: &Members) -> Result<Translated, PayloadError> {
     let name = text(members, "hook_event_name").ok_or(PayloadError::MissingEventName)?;
     let Some(kind) = event_of(Harness::Cursor, EVENTS, UNJUDGED, &name)? else {

@@ -207,15 +207,34 @@ pub fn runs_sandrail_hook(command: &str) -> bool {
 /// reads it: after assignments and wrappers (`env X=1`, `bash -c`), never a
 /// word that is only an argument (`echo sandrail hook` runs `echo`).
 pub fn hook_program(command: &str) -> Option<String> {
+    hook_argv(command)?.into_iter().next()
+}
+
+/// The harness whose dialect a hook command line asks for (`--harness`).
+pub fn hook_dialect(command: &str) -> Option<String> {
+    let argv = hook_argv(command)?;
+    let mut args = argv.iter().skip(2);
+    while let Some(arg) = args.next() {
+        if arg == "--harness" {
+            return args.next().cloned();
+        }
+        if let Some(name) = arg.strip_prefix("--harness=") {
+            return Some(name.to_owned());
+        }
+    }
+    Some("claude".to_owned())
+}
+
+/// The words of the `sandrail hook` a hook command line runs.
+fn hook_argv(command: &str) -> Option<Vec<String>> {
     crate::shell::analyse(command)
         .commands
         .into_iter()
-        .find_map(|command| {
-            let mut argv = command.argv.into_iter();
-            let program = argv.next()?;
-            (crate::shell::program(&program) == "sandrail"
-                && argv.next().as_deref() == Some("hook"))
-            .then_some(program)
+        .map(|command| command.argv)
+        .find(|argv| {
+            argv.first()
+                .is_some_and(|p| crate::shell::program(p) == "sandrail")
+                && argv.get(1).is_some_and(|a| a == "hook")
         })
 }
 
@@ -251,6 +270,11 @@ mod tests {
             Some("sandrail")
         );
         assert_eq!(hook_program("echo sandrail hook"), None);
+        assert_eq!(hook_dialect("sandrail hook").as_deref(), Some("claude"));
+        assert_eq!(
+            hook_dialect("sandrail hook --harness codex").as_deref(),
+            Some("codex")
+        );
         assert_eq!(hook_program("other hook"), None);
     }
 
