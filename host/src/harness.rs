@@ -267,9 +267,11 @@ impl Harness {
     }
 
     /// The project a working directory belongs to, for a harness that names
-    /// none: the outermost directory above it (short of the home directory)
+    /// none: the nearest directory above it (short of the home directory)
     /// holding this harness's hook settings, else the nearest git work tree,
-    /// else the directory itself.
+    /// else the directory itself. (Self-protection guards the hook settings of
+    /// every directory above the project too, so a decoy settings file cannot
+    /// move the guard off the real one.)
     fn project_of(self, cwd: &std::path::Path) -> std::path::PathBuf {
         let home = crate::locations::home();
         let candidates = || {
@@ -278,8 +280,7 @@ impl Harness {
         };
         let file = self.settings().file;
         candidates()
-            .filter(|dir| dir.join(file).exists())
-            .last()
+            .find(|dir| dir.join(file).exists())
             .or_else(|| candidates().find(|dir| dir.join(".git").exists()))
             .unwrap_or(cwd)
             .to_path_buf()
@@ -427,22 +428,24 @@ impl Payload {
             Some(raw) => tool_input(raw, fields, loose),
             None => "{}".to_owned(),
         };
-        if matches!(name, "Bash" | "PowerShell") {
-            self.run_in(&input);
-        }
         self.members.insert("tool_input".into(), input);
     }
 
-    /// A command tool told to run in another directory (Gemini's `directory` or
-    /// `dir_path`, Cursor's `working_directory`) runs there: its relative paths
-    /// are read against that directory, as the harness will run it.
-    fn run_in(&mut self, input: &str) {
-        let Ok(fields) = serde_json::from_str::<Members>(input) else {
+    /// A command tool told to run in another directory runs there: its relative
+    /// paths are read against that directory, as the harness will run it. Only
+    /// the fields this harness's shell tool takes, in the order it reads them
+    /// (Gemini's `dir_path`, else its older `directory`; Cursor's
+    /// `working_directory`): any other is the agent's decoy.
+    fn run_in(&mut self, fields: &[&str]) {
+        let Some(input) = self.members.get("tool_input") else {
             return;
         };
-        let dir = ["working_directory", "directory", "dir_path"]
+        let Ok(args) = serde_json::from_str::<Members>(input) else {
+            return;
+        };
+        let dir = fields
             .iter()
-            .find_map(|key| text(&fields, key))
+            .find_map(|key| text(&args, key))
             .filter(|dir| !dir.is_empty());
         let Some(dir) = dir else {
             return;

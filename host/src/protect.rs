@@ -65,6 +65,15 @@ const MAX_SETTINGS_BYTES: u64 = 1 << 20;
 /// Versioned: a registration is remembered whole since version 2, so records
 /// of the event and matcher alone are not compared with it.
 const REGISTRATIONS_DIR: &str = "protect-v2";
+/// Where version 1 kept them: still read until a version-2 record exists.
+const LEGACY_REGISTRATIONS_DIR: &str = "protect";
+
+/// Environment a settings file may give hooks that changes which policy and
+/// state sandrail reads, or whether it may fail open: the agent may not add,
+/// change or drop any of it.
+fn is_guarded_env(name: &str) -> bool {
+    name.starts_with("SANDRAIL_") || name == "CLAUDE_PROJECT_DIR"
+}
 
 /// What this process must not let the agent change.
 pub struct Protected {
@@ -127,8 +136,13 @@ impl Protected {
                 trail.parent().map_or(trail.clone(), Path::to_path_buf),
                 "sandrail's audit trail".into(),
             );
-            for file in HOOK_SETTINGS.iter().chain(PROJECT_ONLY_HOOK_SETTINGS) {
-                add(project.join(file), "the harness's hook settings".into());
+            // Every directory above the project too: a harness that names no
+            // project has it found from where the session stands, and a decoy
+            // settings file must not move the guard off the real one.
+            for dir in project.ancestors() {
+                for file in HOOK_SETTINGS.iter().chain(PROJECT_ONLY_HOOK_SETTINGS) {
+                    add(dir.join(file), "the harness's hook settings".into());
+                }
             }
         }
         if let Some(home) = crate::locations::home() {
@@ -356,19 +370,41 @@ pub fn config_change_refusal(input: &HookInput, state: Option<&Path>) -> Option<
             "sandrail refused this settings change: `disableAllHooks` would switch off sandrail's guardrails. Only the user may change that, outside the agent.".into(),
         );
     }
-    let mut previous = state
+    let record = state
         .zip(file.as_deref())
-        .and_then(|(state, file)| remembered(state, file))
-        .unwrap_or_default();
+        .and_then(|(state, file)| remembered(state, file));
+    // No version-2 record yet (a session started before it): what version 1
+    // remembered still counts, by event and matcher.
+    let legacy = match (&record, state.zip(file.as_deref())) {
+        (None, Some((state, file))) => remembered_before_v2(state, file),
+        _ => BTreeSet::new(),
+    };
+    let mut previous = record.unwrap_or_default();
     if let Some(claimed) = from_payload("previous_config") {
         previous.extend(registrations(&claimed));
     }
     let now = registrations(&new);
-    let dropped: Vec<&str> = previous.difference(&now).map(String::as_str).collect();
+    let mut dropped: Vec<&str> = previous.difference(&now).map(String::as_str).collect();
+    dropped.extend(legacy.iter().map(String::as_str).filter(|old| {
+        !now.iter()
+            .any(|n| n.starts_with(&format!("{old}|")) || n.starts_with(&format!("{old} ")))
+    }));
+    let added_env: Vec<&str> = now
+        .difference(&previous)
+        .map(String::as_str)
+        .filter(|r| r.starts_with("env|"))
+        .collect();
+    let trust = "Only the user may change that, outside the agent; a person who made this change accepts it with `sandrail trust` in a terminal.";
     if !dropped.is_empty() {
         return Some(format!(
-            "sandrail refused this settings change: it removes or narrows sandrail's hook registration ({}). Only the user may change that, outside the agent.",
+            "sandrail refused this settings change: it removes, narrows or alters sandrail's hook registration or environment ({}). {trust}",
             dropped.join(", ")
+        ));
+    }
+    if !added_env.is_empty() {
+        return Some(format!(
+            "sandrail refused this settings change: it sets environment sandrail reads ({}). {trust}",
+            added_env.join(", ")
         ));
     }
     if let (Some(state), Some(file)) = (state, file.as_deref()) {
@@ -442,9 +478,21 @@ fn read_settings(path: &Path) -> Option<Value> {
 /// Every registration of sandrail the settings hold: `event|matcher|command`
 /// (or the server's URL) and the rest of the hook entry, so that any edit to
 /// one — a command made harmless (`|| true`, `>/dev/null`, another
-/// `--harness`), a tiny timeout, `async` — reads as dropping it.
+/// `--harness`), a tiny timeout, `async` — reads as dropping it; and
+/// `env|NAME=VALUE` for the environment it gives hooks that steers sandrail.
 fn registrations(settings: &Value) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
+    // The environment the settings give hooks, where it steers sandrail.
+    for (name, value) in settings
+        .get("env")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        if is_guarded_env(name) {
+            found.insert(format!("env|{name}={value}"));
+        }
+    }
     let Some(hooks) = settings.get("hooks").and_then(Value::as_object) else {
         return found;
     };
@@ -503,6 +551,15 @@ fn record_path(state: &Path, settings: &Path) -> PathBuf {
 fn remembered(state: &Path, settings: &Path) -> Option<BTreeSet<String>> {
     let text = std::fs::read_to_string(record_path(state, settings)).ok()?;
     Some(text.lines().map(str::to_owned).collect())
+}
+
+/// What a version-1 record remembered of the file (`event|matcher`, or
+/// `event|matcher|url` for a server), for a file no version-2 record covers yet.
+fn remembered_before_v2(state: &Path, settings: &Path) -> BTreeSet<String> {
+    let key = crate::sha256_hex(settings.to_string_lossy().as_bytes());
+    std::fs::read_to_string(state.join(LEGACY_REGISTRATIONS_DIR).join(&key[..32]))
+        .map(|text| text.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
 }
 
 fn remember(state: &Path, settings: &Path, registrations: &BTreeSet<String>) {

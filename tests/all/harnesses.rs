@@ -290,6 +290,59 @@ fn codex_in_a_subdirectory_protects_the_repositorys_settings() {
     );
 }
 
+/// Only the directory field a harness's shell takes moves where a command's
+/// relative paths land: a decoy beside it (Gemini's older `directory` beside
+/// `dir_path`) or a field the harness has not (`working_directory` to Copilot's
+/// `bash`) changes nothing, and a decoy settings file above the project does not
+/// move the guard off the real one.
+#[test]
+fn decoy_directories_do_not_move_the_guard() {
+    let project = Project::new();
+    project.config(&policy());
+    let dir = project.dir();
+    for (harness, call) in [
+        (
+            "gemini",
+            json!({"session_id": "g-decoy", "cwd": dir, "hook_event_name": "BeforeTool",
+                   "tool_name": "run_shell_command",
+                   "tool_input": {"command": "rm settings.json", "directory": ".", "dir_path": ".gemini"}}),
+        ),
+        (
+            "copilot",
+            json!({"sessionId": "c-decoy", "cwd": dir, "timestamp": 1, "toolName": "bash",
+                   "toolArgs": json!({"command": "rm .github/hooks/sandrail.json", "working_directory": "/tmp"}).to_string()}),
+        ),
+    ] {
+        let run = project.hook_as(harness, call.to_string().as_bytes());
+        let answer = answer_of(&run);
+        assert!(
+            answer["decision"] == "deny" || answer["permissionDecision"] == "deny",
+            "{harness}: {answer} {}",
+            run.stderr()
+        );
+    }
+    // A settings file the agent made above the project.
+    let above = project.root.path().join(".codex/hooks.json");
+    std::fs::create_dir_all(above.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&above, "{}").expect("write");
+    let codex = project.dir().join(".codex/hooks.json");
+    std::fs::create_dir_all(codex.parent().expect("dir")).expect("mkdir");
+    std::fs::write(&codex, "{}").expect("write");
+    let call = json!({"session_id": "x-decoy", "cwd": dir, "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "rm .codex/hooks.json"}});
+    // The agent's decoy sits above the project and below the home directory.
+    let mut cmd = project.cmd();
+    cmd.env_remove("CLAUDE_PROJECT_DIR")
+        .env("HOME", project.root.path().join("home"));
+    let run = project.hook_as_with(cmd, "codex", call.to_string().as_bytes());
+    assert_eq!(
+        answer_of(&run)["hookSpecificOutput"]["permissionDecision"],
+        "deny",
+        "{}",
+        run.stderr()
+    );
+}
+
 fn read_fixture(name: &str) -> Value {
     serde_json::from_slice(&std::fs::read(fixtures().join(name)).expect("read")).expect("JSON")
 }

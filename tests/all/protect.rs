@@ -623,3 +623,60 @@ fn every_writer_reaches_self_protection() {
         assert_allowed(&project, &shell(&project, line));
     }
 }
+
+/// The settings' `env` steers sandrail's hooks too: pointing them at another
+/// config or state directory, or dropping SANDRAIL_SERVE_REQUIRED, is refused
+/// like dropping a registration, and the refusal says how a person accepts it.
+#[test]
+fn config_change_cannot_steer_sandrails_environment() {
+    let project = Project::new();
+    let settings = project.dir().join(".claude/settings.json");
+    let mut base = settings_with_sandrail();
+    base["env"] = json!({"SANDRAIL_SERVE_REQUIRED": "1", "EDITOR": "vi"});
+    put(&settings, &base.to_string());
+    project.hook(&payload(
+        "SessionStart",
+        "sess-cc",
+        json!({"cwd": project.dir(), "source": "startup"}),
+    ));
+    for (key, value) in [
+        ("SANDRAIL_STATE_DIR", json!("/tmp/elsewhere")),
+        ("SANDRAIL_CONFIG", json!("/tmp/mine.toml")),
+        ("SANDRAIL_SERVE_REQUIRED", json!("0")),
+    ] {
+        let mut steered = base.clone();
+        steered["env"][key] = value;
+        put(&settings, &steered.to_string());
+        let reason = blocked(&config_change(&project, json!({})))
+            .unwrap_or_else(|| panic!("{key}: not refused"));
+        assert!(
+            reason.contains(key) && reason.contains("sandrail trust"),
+            "{reason}"
+        );
+    }
+    // Another variable is the user's business.
+    let mut other = base.clone();
+    other["env"]["EDITOR"] = json!("nano");
+    put(&settings, &other.to_string());
+    assert_eq!(blocked(&config_change(&project, json!({}))), None);
+}
+
+/// A session whose start only a version-1 record remembers (event and matcher)
+/// is still guarded on its first ConfigChange under version 2.
+#[test]
+fn config_change_reads_what_version_one_remembered() {
+    let project = Project::new();
+    let settings = project.dir().join(".claude/settings.json");
+    put(&settings, &settings_with_sandrail().to_string());
+    let key = sandrail::sha256_hex(settings.to_string_lossy().as_bytes());
+    let legacy = project.state_dir().join("protect").join(&key[..32]);
+    put(&legacy, "PreToolUse|*\nStop|*\n");
+    let mut dropped = settings_with_sandrail();
+    dropped["hooks"]
+        .as_object_mut()
+        .expect("hooks")
+        .remove("Stop");
+    put(&settings, &dropped.to_string());
+    let reason = blocked(&config_change(&project, json!({}))).expect("blocked");
+    assert!(reason.contains("Stop|*"), "{reason}");
+}

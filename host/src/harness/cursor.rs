@@ -162,6 +162,9 @@ pub(super) fn read(members: &Members) -> Result<Translated, PayloadError> {
                 known_tool(TOOLS, &tool),
                 members.get("tool_input").copied(),
             );
+            if tool == "Shell" {
+                payload.run_in(&["working_directory"]);
+            }
             if let Some(mcp) = tool.strip_prefix("MCP:") {
                 payload.set("tool_name", json!(format!("mcp__cursor__{mcp}")));
             }

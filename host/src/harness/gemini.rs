@@ -84,6 +84,9 @@ pub(super) fn read(members: &Members) -> Result<Translated, PayloadError> {
         let tool = text(members, "tool_name").unwrap_or_default();
         let known = known_tool(TOOLS, &tool);
         payload.tool(&tool, known, members.get("tool_input").copied());
+        if tool == "run_shell_command" {
+            payload.run_in(&["dir_path", "directory"]);
+        }
         if known.is_none()
             && let Some(mcp) = mcp_name(members)
         {
