@@ -379,12 +379,27 @@ impl Effects {
             ..Effects::default()
         };
         let mut line_state = destructive::Line::in_dir(cwd);
-        let mut each = |command: Command| effects.take_in(&command, patterns, &mut line_state);
+        let mut applies_patch = false;
+        let mut each = |command: Command| {
+            applies_patch |= command
+                .argv
+                .first()
+                .is_some_and(|p| matches!(shell::program(p), "apply_patch" | "applypatch"));
+            effects.take_in(&command, patterns, &mut line_state)
+        };
         let too_deep = if powershell {
             shell::powershell::visit(line, 0, &mut each)
         } else {
             shell::visit_in(line, cwd, &mut each)
         };
+        // Codex applies a patch typed into its shell (`apply_patch <<'EOF' … EOF`,
+        // or the patch as its argument): the headers on the line, wherever they
+        // stand, are the files it changes.
+        if applies_patch {
+            for (file, removes) in patched_files(line) {
+                effects.change(&file, removes);
+            }
+        }
         if effects.destructive.is_none() {
             effects.destructive = destructive::line_reason(line)
                 .map(|r| r.into_owned())
@@ -1225,6 +1240,24 @@ mod tests {
         assert_eq!(files.len(), 302);
         assert!(files.contains(&(".codex/hooks.json".to_owned(), true)));
         assert!(files.contains(&("sandrail.toml".to_owned(), false)));
+    }
+
+    #[test]
+    fn a_patch_typed_into_the_shell_changes_its_files() {
+        let e = effects(
+            "cd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: ../.codex/hooks.json\n*** End Patch\nEOF",
+        );
+        assert!(
+            e.changes
+                .paths
+                .iter()
+                .any(|c| c.path == "sub/../.codex/hooks.json" && c.removes),
+            "{:?}",
+            e.changes.paths
+        );
+        // The same words in another command's data change nothing.
+        let e = effects("echo '*** Delete File: .codex/hooks.json'");
+        assert!(e.changes.paths.is_empty(), "{:?}", e.changes.paths);
     }
 
     #[test]
