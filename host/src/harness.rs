@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 use crate::event::EventKind;
 use crate::hook::{Origin, Outcome};
-use crate::protocol::{MAX_PAYLOAD_BYTES, PayloadError};
+use crate::protocol::{MAX_PAYLOAD_BYTES, PayloadError, members};
 
 /// A harness whose hooks sandrail answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -64,10 +64,6 @@ impl Harness {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Harness> {
-        Harness::ALL.into_iter().find(|h| h.name() == name)
-    }
-
     /// The harness's own name for a person.
     pub fn title(self) -> &'static str {
         match self {
@@ -99,11 +95,8 @@ impl Harness {
     /// The event names this harness's settings register, for the host's events
     /// a config needs: the first of the harness's that maps to `kind`.
     pub fn event_name(self, kind: EventKind) -> Option<&'static str> {
-        if self == Harness::Claude {
-            return Some(kind.name());
-        }
         let events = match self {
-            Harness::Claude => return None,
+            Harness::Claude => return Some(kind.name()),
             Harness::Codex => codex::EVENTS,
             Harness::Cursor => cursor::EVENTS,
             Harness::Gemini => gemini::EVENTS,
@@ -117,23 +110,19 @@ impl Harness {
 
     /// Reads this harness's payload into the host's event model.
     pub fn read(self, raw: &str) -> Result<Translated, PayloadError> {
-        let members = match (self, members(raw)) {
-            (Harness::Claude, Ok(members)) if cursor::sent(&members) => {
-                // Cursor runs the hooks in Claude Code's settings too, with
-                // its own payload; the answer stays Claude Code's, which it reads.
-                return cursor::read(&members);
-            }
-            // Anything else is Claude Code's to read, errors included.
-            (Harness::Claude, _) => {
-                return Ok(Translated::Event(Event {
-                    payload: raw.to_owned(),
-                    harness_event: String::new(),
-                    kind: None,
-                    cwd: None,
-                }));
-            }
-            (_, members) => members?,
-        };
+        if self == Harness::Claude {
+            // Cursor runs the hooks in Claude Code's settings too, with its own
+            // payload; the answer stays Claude Code's, which it reads. Only a
+            // payload naming Cursor's version is parsed to find out, so Claude
+            // Code's own go on untouched.
+            let cursors = memchr::memmem::find(raw.as_bytes(), b"\"cursor_version\"").is_some();
+            return match cursors.then(|| members(raw)) {
+                Some(Ok(members)) if cursor::sent(&members) => cursor::read(&members),
+                // Anything else is Claude Code's to read, errors included.
+                _ => Ok(Translated::AsIs),
+            };
+        }
+        let members = members(raw)?;
         match self {
             Harness::Claude => unreachable!("read above"),
             Harness::Codex => codex::read(&members),
@@ -145,9 +134,7 @@ impl Harness {
 
     /// The host's answer (Claude Code's JSON) in this harness's words.
     pub fn answer(self, event: &Event, claude: &str) -> Option<String> {
-        let Some(kind) = event.kind else {
-            return Some(claude.to_owned());
-        };
+        let kind = event.kind;
         let value: Value = serde_json::from_str(claude).ok()?;
         let said = Said::of(kind, &value);
         if said.refusal.is_some() && self.cannot_refuse(&event.harness_event, kind) {
@@ -173,6 +160,8 @@ impl Harness {
 pub enum Translated {
     /// An event the host judges.
     Event(Event),
+    /// Claude Code's own payload: judged as it came.
+    AsIs,
     /// An event of the harness's that sandrail has no verdict for: its name.
     Unjudged(String),
 }
@@ -183,8 +172,8 @@ pub struct Event {
     pub payload: String,
     /// The event as the harness named it.
     pub harness_event: String,
-    /// The host's event (`None` for Claude Code, whose payload is read as it is).
-    pub kind: Option<EventKind>,
+    /// The host's event.
+    pub kind: EventKind,
     /// The working directory the payload names.
     pub cwd: Option<String>,
 }
@@ -216,6 +205,9 @@ pub fn judge(
     let raw = String::from_utf8_lossy(&bytes);
     let event = match harness.read(&raw) {
         Ok(Translated::Event(event)) => event,
+        // Claude Code's payload goes on as it came, so the host reports what it
+        // had to repair in it.
+        Ok(Translated::AsIs) => return judge(&bytes, &origin),
         Ok(Translated::Unjudged(name)) => {
             if crate::debug_logging() {
                 eprintln!(
@@ -239,13 +231,7 @@ pub fn judge(
         },
         _ => origin,
     };
-    // Claude Code's payload goes on as it came, so the host reports what it had
-    // to repair in it.
-    let payload = match event.kind {
-        Some(_) => event.payload.as_bytes(),
-        None => &bytes[..],
-    };
-    let mut outcome = judge(payload, &origin);
+    let mut outcome = judge(event.payload.as_bytes(), &origin);
     outcome.answer = outcome
         .answer
         .and_then(|claude| harness.answer(&event, &claude));
@@ -348,19 +334,6 @@ impl Said {
 /// A payload's top-level members as unparsed JSON (see [`crate::protocol`]: no
 /// nesting below the top level is parsed, so no depth stops an event).
 pub(crate) type Members<'a> = BTreeMap<String, &'a RawValue>;
-
-fn members(raw: &str) -> Result<Members<'_>, PayloadError> {
-    if raw.trim().is_empty() {
-        return Err(PayloadError::Empty);
-    }
-    serde_json::from_str(raw).map_err(|e| {
-        if e.is_syntax() || e.is_eof() {
-            PayloadError::NotJson(e)
-        } else {
-            PayloadError::NotObject
-        }
-    })
-}
 
 /// A member's string value.
 pub(crate) fn text(members: &Members, key: &str) -> Option<String> {
@@ -486,7 +459,7 @@ impl Payload {
         Translated::Event(Event {
             payload: self.text(),
             harness_event: harness_event.to_owned(),
-            kind: Some(kind),
+            kind,
             cwd,
         })
     }
@@ -603,12 +576,5 @@ mod tests {
         assert_eq!(input["arguments"], "not json");
         let input: Value = serde_json::from_str(&tool_input(&raw, &[], "command")).unwrap();
         assert_eq!(input["command"], "not json");
-    }
-
-    #[test]
-    fn every_harness_is_named_and_found_by_name() {
-        for harness in Harness::ALL {
-            assert_eq!(Harness::from_name(harness.name()), Some(harness));
-        }
     }
 }

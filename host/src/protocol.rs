@@ -140,13 +140,7 @@ impl HookInput {
                 repaired
             }
         };
-        let top = top_level(&raw).map_err(|e| {
-            if e.is_syntax() || e.is_eof() {
-                PayloadError::NotJson(e)
-            } else {
-                PayloadError::NotObject
-            }
-        })?;
+        let top = members(&raw)?;
         let fields = scalars(&top);
         let text = |key: &str| fields.get(key).and_then(Value::as_str).map(str::to_owned);
         let name = text("hook_event_name").ok_or(PayloadError::MissingEventName)?;
@@ -219,6 +213,21 @@ fn derived_session_id(cwd: Option<&str>) -> String {
 /// of duplicated keys, the last one counts.
 fn top_level(text: &str) -> serde_json::Result<BTreeMap<String, &RawValue>> {
     serde_json::from_str(text)
+}
+
+/// A payload's top-level members, unparsed (as [`top_level`]), or why the text
+/// is not a JSON object: shared by every harness's reading.
+pub(crate) fn members(text: &str) -> Result<BTreeMap<String, &RawValue>, PayloadError> {
+    if text.trim().is_empty() {
+        return Err(PayloadError::Empty);
+    }
+    top_level(text).map_err(|e| {
+        if e.is_syntax() || e.is_eof() {
+            PayloadError::NotJson(e)
+        } else {
+            PayloadError::NotObject
+        }
+    })
 }
 
 /// The members of an object whose values are strings, numbers or booleans.
