@@ -9,6 +9,7 @@
 use std::ops::Deref;
 use std::path::PathBuf;
 
+use crate::deadline::Watchdog;
 use crate::locations::Places;
 use crate::receipts::otlp::Exporter;
 use crate::runtime::{LoadError, Prepared, Runtime};
@@ -23,6 +24,9 @@ pub struct Engine {
     /// Where receipts are copied to a collector (`[receipts] otlp`): the
     /// server's, never the one-shot hook's.
     exporter: Option<Exporter>,
+    /// The one-shot hook's watchdog, which answers for it before the
+    /// harness's timeout ([`crate::deadline`]).
+    watchdog: Option<Watchdog>,
 }
 
 impl Engine {
@@ -32,16 +36,31 @@ impl Engine {
             resident: None,
             places: Places::User,
             exporter: None,
+            watchdog: None,
         }
+    }
+
+    /// This engine, telling `watchdog` what the event falls back to once its
+    /// policy is known.
+    pub fn watched(self, watchdog: Watchdog) -> Engine {
+        Engine {
+            watchdog: Some(watchdog),
+            ..self
+        }
+    }
+
+    pub fn watchdog(&self) -> Option<&Watchdog> {
+        self.watchdog.as_ref()
     }
 
     /// The engine of a long-lived process: the runtime starts now.
     pub fn resident(places: Places) -> wasmtime::Result<Engine> {
-        let cache = places.dirs(&mut Vec::new()).1;
+        let cache = places.cache();
         Ok(Engine {
             resident: Some(Box::new(Runtime::resident(cache)?)),
             places,
             exporter: None,
+            watchdog: None,
         })
     }
 

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use crate::audit;
 use crate::config::{Config, Guardrail, OnError};
+use crate::deadline::Deadline;
 use crate::engine::Engine;
 use crate::escalation::{self, Enforcement, Escalated, Level, SoftBlock};
 use crate::event::EventKind;
@@ -46,6 +47,8 @@ pub struct Dirs {
     pub cache: Option<PathBuf>,
     /// The project, where the override trail is kept.
     pub project: Option<PathBuf>,
+    /// The socket receipts are logged to.
+    pub log: PathBuf,
 }
 
 /// Judges one event. Every problem on the way is written to stderr and costs only
@@ -56,7 +59,16 @@ pub struct Dirs {
 /// Nothing costly starts before this process holds the session's state: while
 /// many hooks of one session wait their turn, each has only read its components
 /// and derived the event's facts; the holder then runs the guardrails and commits.
-pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine) -> Decision {
+///
+/// No guardrail runs past `deadline`: one that would is given only the time
+/// left, one that cannot start is answered by its `on_error`.
+pub fn evaluate(
+    input: &HookInput,
+    config: &Config,
+    dirs: &Dirs,
+    engine: &Engine,
+    deadline: Deadline,
+) -> Decision {
     let mut decision = Decision::default();
     confirm_asked(input, config, dirs);
     let mut prepared = select(input, config, dirs, engine, &mut decision);
@@ -203,6 +215,7 @@ pub fn evaluate(input: &HookInput, config: &Config, dirs: &Dirs, engine: &Engine
         stopping,
         state_lost,
         withheld,
+        deadline,
     };
     let mut chain = Chain {
         decision,
@@ -471,7 +484,26 @@ struct Scope<'a> {
     /// Why the state is kept from sandrail on purpose (its lock held by something
     /// that is not sandrail at work): the guardrails that need it cannot judge.
     withheld: Option<String>,
+    /// Past this no guardrail runs ([`crate::deadline`]).
+    deadline: Deadline,
 }
+
+impl Scope<'_> {
+    /// A guardrail's limits for this event: its deadline no later than the
+    /// event's; and whether the event's is the nearer.
+    fn limits_of(&self, guardrail: &Guardrail) -> (crate::config::Limits, bool) {
+        let mut limits = guardrail.limits;
+        let left = self.deadline.left();
+        let cut = left < limits.timeout;
+        if cut {
+            limits.timeout = left;
+        }
+        (limits, cut)
+    }
+}
+
+/// Why a guardrail stopped by the event's deadline did not judge.
+const PAST_DEADLINE: &str = "sandrail's deadline for this event came first (it answers before the harness's hook timeout would let the call through)";
 
 /// One guardrail's call: it, its component, the keyspace it runs with and the
 /// event as it sees it (with its own config).
@@ -548,6 +580,28 @@ impl Chain {
         }
         if self.held_at_stop(scope, guardrail, reads_cycle) {
             run.verdict = "held".to_owned();
+            return run;
+        }
+        if scope.deadline.left().is_zero() {
+            if context {
+                eprintln!(
+                    "sandrail: context '{}' not run: {PAST_DEADLINE}; it records nothing for this event",
+                    guardrail.name
+                );
+                return run;
+            }
+            run.verdict = "not-run".to_owned();
+            run.reason = Some(PAST_DEADLINE.to_owned());
+            run.refuses = gated(&mut self.decision, &guardrail.name, gate, |d| {
+                could_not_judge(
+                    d,
+                    guardrail,
+                    Stage::NotRun,
+                    PAST_DEADLINE,
+                    "sandrail's deadline passed",
+                )
+            });
+            self.cut_if_refused(scope, &run);
             return run;
         }
         let mut keyspace = Keyspace::new(
@@ -639,6 +693,7 @@ impl Chain {
             event,
         } = call;
         let payload = keyspace_context_payload(&keyspace, &guardrail.name);
+        let (limits, cut_short) = scope.limits_of(guardrail);
         let started = std::time::Instant::now();
         let outcome = runtime.run_context(
             component,
@@ -649,10 +704,10 @@ impl Chain {
             },
             keyspace,
             &guardrail.data,
-            guardrail.limits,
+            limits,
         );
         run.us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        run.exceeded = outcome.exceeded.iter().map(|l| (*l).to_owned()).collect();
+        run.exceeded = exceeded(&outcome.exceeded, cut_short);
         let ok = outcome.result.is_ok();
         let finished = outcome.keyspace.finish_keeping(ok && !self.cut, ok);
         let who = format!("context '{}'", guardrail.name);
@@ -704,6 +759,7 @@ impl Chain {
             keyspace,
             event,
         } = call;
+        let (limits, cut_short) = scope.limits_of(guardrail);
         let started = std::time::Instant::now();
         let outcome = runtime.run(
             component,
@@ -711,13 +767,16 @@ impl Chain {
             &event,
             keyspace,
             &guardrail.data,
-            guardrail.limits,
+            limits,
         );
         run.us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        run.exceeded = outcome.exceeded.iter().map(|l| (*l).to_owned()).collect();
+        run.exceeded = exceeded(&outcome.exceeded, cut_short);
         let verdict = outcome
             .result
-            .map_err(Failure::Run)
+            .map_err(|e| match e {
+                RunError::Timeout(_) if cut_short => Failure::PastDeadline,
+                e => Failure::Run(e),
+            })
             .and_then(|v| check_verdict(v).map_err(Failure::Malformed));
         let finished = if self.cut {
             outcome.keyspace.finish_keeping(false, verdict.is_ok())
@@ -1167,6 +1226,8 @@ enum Failure {
     Run(RunError),
     #[error("malformed verdict: {0}")]
     Malformed(String),
+    #[error("stopped: {PAST_DEADLINE}")]
+    PastDeadline,
 }
 
 impl Failure {
@@ -1177,6 +1238,18 @@ impl Failure {
             other => guest_text::one_line(&other.to_string(), runtime::BRIEF_CHARS),
         }
     }
+}
+
+/// The limits a run reached, by their config names; one stopped by the event's
+/// deadline rather than its own `timeout_ms` reached `deadline`.
+fn exceeded(reached: &[&str], cut_short: bool) -> Vec<String> {
+    reached
+        .iter()
+        .map(|limit| match *limit {
+            "timeout_ms" if cut_short => "deadline".to_owned(),
+            other => other.to_owned(),
+        })
+        .collect()
 }
 
 /// Why this event has no state.

@@ -9,6 +9,7 @@
 //! `sandrail-hook` binary shares.
 
 use std::io::Read;
+use std::time::Instant;
 
 use crate::engine::Engine;
 use crate::hook::{Origin, Outcome};
@@ -18,9 +19,16 @@ pub use sandrail_forward::{
     REQUIRED_VAR, Relayed, SOCKET_VAR, UNREADABLE_HEADER, forward,
 };
 
-/// Judges the payload on `stdin` through the server, or here when it cannot be
-/// reached and is not required. Every problem is said on stderr.
-pub fn run(forwarding: &Forwarding, stdin: impl Read, origin: &Origin) -> Outcome {
+/// Judges the payload on `stdin` through the server, or here on `engine` (made
+/// only then) when it cannot be reached and is not required, within the
+/// deadline of a hook that `started` then. Every problem is said on stderr.
+pub fn run(
+    forwarding: &Forwarding,
+    stdin: impl Read,
+    origin: &Origin,
+    engine: impl FnOnce() -> Engine,
+    started: Instant,
+) -> Outcome {
     let mut payload = Vec::new();
     let limit = crate::protocol::MAX_PAYLOAD_BYTES as u64 + 1;
     if let Err(e) = stdin.take(limit).read_to_end(&mut payload) {
@@ -62,7 +70,7 @@ pub fn run(forwarding: &Forwarding, stdin: impl Read, origin: &Origin) -> Outcom
         Err(e) => {
             eprintln!("sandrail: {e}; the event is judged here instead");
             crate::runtime::leave_teardown_to_exit();
-            crate::hook::run(&payload[..], origin, &Engine::one_shot())
+            crate::hook::run(&payload[..], origin, &engine(), started)
         }
     }
 }

@@ -17,6 +17,7 @@ mod copilot;
 mod cursor;
 mod gemini;
 pub mod settings;
+pub mod timeouts;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -106,6 +107,18 @@ impl Harness {
             .iter()
             .find(|(_, k)| *k == kind)
             .map(|(name, _)| *name)
+    }
+
+    /// The host's event for one of this harness's event names.
+    pub fn kind_of(self, name: &str) -> Option<EventKind> {
+        let events = match self {
+            Harness::Claude => return EventKind::from_payload_name(name),
+            Harness::Codex => codex::EVENTS,
+            Harness::Cursor => cursor::EVENTS,
+            Harness::Gemini => gemini::EVENTS,
+            Harness::Copilot => copilot::EVENTS,
+        };
+        events.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
     }
 
     /// Reads this harness's payload into the host's event model.

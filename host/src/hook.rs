@@ -10,8 +10,10 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::time::Instant;
 
 use crate::config::{Config, OnError};
+use crate::deadline::{Deadline, Fallback};
 use crate::engine::Engine;
 use crate::evaluate::{self, Dirs};
 use crate::event::EventKind;
@@ -37,8 +39,9 @@ pub struct Outcome {
 
 pub use sandrail_forward::Origin;
 
-/// Reads one payload from `stdin` and judges it on `engine`.
-pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
+/// Reads one payload from `stdin` and judges it on `engine`, within the
+/// deadline of a hook that `started` then ([`crate::deadline`]).
+pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine, started: Instant) -> Outcome {
     let input = match HookInput::read(stdin) {
         Ok(input) => input,
         Err(e) if e.is_unjudged_event() => {
@@ -57,8 +60,9 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
         .project
         .clone()
         .or_else(|| input.cwd.as_ref().map(Into::into));
-    let mut repairs = Vec::new();
-    let (state, cache) = engine.places.dirs(&mut repairs);
+    let places = engine.places.for_event(project.as_deref());
+    let state = places.state;
+    let cache = places.cache;
     // The session's policy: what it started with, whatever the files say now.
     let in_force = policy::in_force(
         &engine.places.policy(),
@@ -66,8 +70,17 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
         project.as_deref(),
         &input.session_id,
         input.transcript_path.as_deref(),
+        &|| crate::harness::timeouts::of_project(project.as_deref()),
     );
     let config = in_force.config;
+    let deadline = Deadline::of(started, input.kind, &in_force.timeouts);
+    if let Some(watchdog) = engine.watchdog() {
+        watchdog.watch(
+            input.kind,
+            &in_force.timeouts,
+            Fallback::under(&config, input.kind),
+        );
+    }
     // The session's transcript is the one its first event named: a payload naming
     // another (a forged event pointing at a file of its own) is read against the
     // session's own, so no fabricated history decides a turn or a Stop.
@@ -93,13 +106,24 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
         state,
         cache,
         project: project.clone(),
+        log: places.log,
     };
     if let Some(state) = &dirs.state {
         keep_session(state, project.as_deref(), &input, &config);
     }
+    // Places other than the bound ones are said once, at the session's start.
+    let moved = places.moved.filter(|_| in_force.started);
+    if let Some(moved) = &moved {
+        eprintln!("{moved}");
+    }
     let trail = Trail {
         policy: in_force.id,
-        alerts: repairs.into_iter().chain(in_force.alerts).collect(),
+        alerts: places
+            .repairs
+            .into_iter()
+            .chain(moved)
+            .chain(in_force.alerts)
+            .collect(),
     };
     if input.kind == EventKind::ConfigChange {
         return config_change(&input, &config, &dirs, trail, engine);
@@ -110,7 +134,7 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine) -> Outcome {
     {
         protect::remember_registrations(state, project.as_deref());
     }
-    let mut decision = evaluate::evaluate(&input, &config, &dirs, engine);
+    let mut decision = evaluate::evaluate(&input, &config, &dirs, engine, deadline);
     decision.alerts.splice(0..0, trail.alerts);
     let judged = !decision.trace.guardrails.is_empty()
         || decision.trace.host_refused
@@ -231,7 +255,8 @@ fn write_receipt(
                 .as_ref()
                 .zip(engine.exporter())
                 .map(|(endpoint, exporter)| (endpoint, exporter, receipt.clone()));
-            let appended = receipts::append(state, receipt, config.receipts_to_syslog);
+            let log = config.receipts_to_syslog.then_some(dirs.log.as_path());
+            let appended = receipts::append(state, receipt, log);
             if appended.is_ok()
                 && let Some((endpoint, exporter, receipt)) = copy
             {

@@ -33,6 +33,7 @@ pub mod cases;
 pub mod clock;
 pub mod config;
 pub mod cycle;
+pub mod deadline;
 pub mod engine;
 pub mod escalation;
 pub mod evaluate;

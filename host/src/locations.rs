@@ -1,11 +1,34 @@
 //! Where sandrail keeps its files: the state database and the compiled-component
 //! cache. Both live outside the project so that nothing sandrail writes ends up in
-//! the project's tracked files.
+//! the project's tracked files. Which state directory and system log a project's
+//! records use is bound to the project where the environment cannot move it
+//! ([`binding`]).
+
+pub mod binding;
 
 use std::path::{Path, PathBuf};
 
 use crate::managed;
 use crate::policy;
+
+/// The socket the system log listens on (journald reads it too).
+const DEV_LOG: &str = "/dev/log";
+
+/// The places one event (or command) uses.
+#[derive(Debug, Clone, Default)]
+pub struct Found {
+    /// The state directory; `None` when it cannot be used (said on stderr).
+    pub state: Option<PathBuf>,
+    /// The compiled-code cache; `None` when it cannot be used.
+    pub cache: Option<PathBuf>,
+    /// The socket receipts are logged to.
+    pub log: PathBuf,
+    /// What the person must hear when the environment asked for other places
+    /// than the project's bound ones.
+    pub moved: Option<String>,
+    /// What had to be put right (a loosened directory mode).
+    pub repairs: Vec<String>,
+}
 
 /// Where one process keeps its state and compiled code and finds its policy.
 #[derive(Debug, Clone, Default)]
@@ -19,16 +42,41 @@ pub enum Places {
 }
 
 impl Places {
-    /// The state directory and the compiled-code cache, each `None` when it
-    /// cannot be used (said on stderr); what had to be put right is added to
-    /// `repairs`.
-    pub fn dirs(&self, repairs: &mut Vec<String>) -> (Option<PathBuf>, Option<PathBuf>) {
+    /// The places an event of `project` uses. A user's are the project's bound
+    /// ones ([`binding`]); a project seen for the first time is bound to what
+    /// the environment names.
+    pub fn for_event(&self, project: Option<&Path>) -> Found {
+        let mut found = Found::default();
         match self {
-            Places::User => (state_dir_repaired(repairs), cache_dir_repaired(repairs)),
-            Places::System(system) => (
-                trusted(system.state.clone(), "state directory", repairs),
-                trusted(system.cache.clone(), "compiled-code cache", repairs),
-            ),
+            Places::User => {
+                let settled = settle_user(project, true);
+                found.state = settled
+                    .state
+                    .and_then(|dir| trusted(dir, "state directory", &mut found.repairs));
+                found.cache = cache_dir_repaired(&mut found.repairs);
+                found.log = settled.log;
+                found.moved = settled.moved;
+            }
+            Places::System(system) => {
+                found.state = trusted(system.state.clone(), "state directory", &mut found.repairs);
+                found.cache = trusted(
+                    system.cache.clone(),
+                    "compiled-code cache",
+                    &mut found.repairs,
+                );
+                found.log = log_from_env();
+            }
+        }
+        found
+    }
+
+    /// The compiled-code cache alone (a resident engine's, at its start).
+    pub fn cache(&self) -> Option<PathBuf> {
+        match self {
+            Places::User => cache_dir(),
+            Places::System(system) => {
+                trusted(system.cache.clone(), "compiled-code cache", &mut Vec::new())
+            }
         }
     }
 
@@ -41,19 +89,124 @@ impl Places {
     }
 }
 
-/// The state directory: `SANDRAIL_STATE_DIR`, else `$XDG_STATE_HOME/sandrail`, else
-/// `~/.local/state/sandrail`.
-/// `None` as well when it exists but is not the user's alone ([`trusted`]).
+/// The state directory of the project a command runs in (`CLAUDE_PROJECT_DIR`,
+/// else the current directory): the one bound to it, else what the environment
+/// names (see [`state_dir_from_env`]). A command started with other places than
+/// the bound ones says so on stderr. `None` as well when it exists but is not
+/// the user's alone ([`trusted`]).
 pub fn state_dir() -> Option<PathBuf> {
-    state_dir_repaired(&mut Vec::new())
+    let project = project_dir(std::env::current_dir().ok());
+    let settled = settle_user(project.as_deref(), false);
+    if let Some(moved) = &settled.moved {
+        eprintln!("{moved}");
+    }
+    settled
+        .state
+        .and_then(|dir| trusted(dir, "state directory", &mut Vec::new()))
 }
 
-/// [`state_dir`], adding to `repairs` what had to be put right (a loosened mode).
-pub fn state_dir_repaired(repairs: &mut Vec<String>) -> Option<PathBuf> {
+/// `dir` as a state directory, unless it is not the user's alone ([`trusted`]).
+pub fn usable_state_dir(dir: PathBuf) -> Option<PathBuf> {
+    trusted(dir, "state directory", &mut Vec::new())
+}
+
+/// The state directory the environment names: `SANDRAIL_STATE_DIR`, else
+/// `$XDG_STATE_HOME/sandrail`, else `~/.local/state/sandrail`.
+pub fn state_dir_from_env() -> Option<PathBuf> {
     from_env("SANDRAIL_STATE_DIR")
         .or_else(|| from_env("XDG_STATE_HOME").map(|d| d.join("sandrail")))
         .or_else(|| home().map(|h| h.join(".local/state/sandrail")))
-        .and_then(|dir| trusted(dir, "state directory", repairs))
+}
+
+/// The socket the environment names for the system log:
+/// `SANDRAIL_SYSLOG_SOCKET`, else `/dev/log`.
+pub fn log_from_env() -> PathBuf {
+    from_env("SANDRAIL_SYSLOG_SOCKET").unwrap_or_else(|| PathBuf::from(DEV_LOG))
+}
+
+/// A user's places for `project`: the bound ones, else the environment's.
+struct UserPlaces {
+    state: Option<PathBuf>,
+    log: PathBuf,
+    moved: Option<String>,
+}
+
+fn settle_user(project: Option<&Path>, bind_new: bool) -> UserPlaces {
+    let log = log_from_env();
+    let Some(state) = state_dir_from_env() else {
+        return UserPlaces {
+            state: None,
+            log,
+            moved: None,
+        };
+    };
+    let settled = binding::settle(project, state, log, bind_new);
+    UserPlaces {
+        state: Some(settled.state),
+        log: settled.log,
+        moved: settled.moved,
+    }
+}
+
+/// The account's own state directory, `~/.local/state/sandrail` under the home
+/// directory the password database gives: where the bindings live, since no
+/// variable of the environment moves it. `None` when there is no such home,
+/// or the directory is not the user's alone.
+pub fn account_state_dir() -> Option<PathBuf> {
+    let dir = account_home()?.join(".local/state/sandrail");
+    trusted(dir, "account's state directory", &mut Vec::new())
+}
+
+/// The home directory the password database gives this process's user: unlike
+/// `HOME`, nothing in a harness's settings or the agent's shell changes it.
+pub fn account_home() -> Option<PathBuf> {
+    static HOME: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    HOME.get_or_init(password_database_home).clone()
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn password_database_home() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let mut buffer = vec![0u8; 1024];
+    loop {
+        // SAFETY: an all-zero `passwd` is a valid value of the plain C struct
+        // (null pointers, zero ids); getpwuid_r fills it in.
+        let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call: `entry` and `result`
+        // are live locals, and `buffer` is writable for `buffer.len()` bytes.
+        // The strings `entry` points to live in `buffer`, read below while it
+        // is alive.
+        let code = unsafe {
+            libc::getpwuid_r(
+                uid,
+                &mut entry,
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+                &mut result,
+            )
+        };
+        if code == libc::ERANGE && buffer.len() < 1 << 20 {
+            buffer.resize(buffer.len() * 2, 0);
+            continue;
+        }
+        if code != 0 || result.is_null() || entry.pw_dir.is_null() {
+            return None;
+        }
+        // SAFETY: getpwuid_r succeeded, so pw_dir is a NUL-terminated string
+        // inside `buffer`.
+        let dir = unsafe { std::ffi::CStr::from_ptr(entry.pw_dir) };
+        let dir = PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()));
+        return dir.is_absolute().then_some(dir);
+    }
+}
+
+#[cfg(not(unix))]
+fn password_database_home() -> Option<PathBuf> {
+    None
 }
 
 /// The compiled-component cache: `SANDRAIL_CACHE_DIR`, else

@@ -256,8 +256,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// Judges the event on stdin and prints the answer, then exits.
+/// Judges the event on stdin and prints the answer, then exits: before the
+/// harness's hook timeout, whatever happens, as the watchdog sees to.
 fn hook(harness: Harness) -> ExitCode {
+    let started = std::time::Instant::now();
+    let watchdog = sandrail::deadline::Watchdog::start(started);
     let origin = hook::Origin::of_this_process();
     // Read into the host's model, judged as Claude Code's, answered in the
     // harness's dialect.
@@ -265,8 +268,12 @@ fn hook(harness: Harness) -> ExitCode {
         harness,
         std::io::stdin().lock(),
         &origin,
-        |payload, origin| judge(payload, origin),
+        |payload, origin| judge(payload, origin, &watchdog, started),
     );
+    if !watchdog.answering() {
+        // The watchdog answered first and is ending the process.
+        return ExitCode::SUCCESS;
+    }
     if let Some(answer) = outcome.answer {
         let mut stdout = std::io::stdout().lock();
         // One write of a complete answer; a closed pipe loses nothing we could save.
@@ -281,12 +288,18 @@ fn hook(harness: Harness) -> ExitCode {
 
 /// Judges one Claude-shaped payload: by the server when one is configured (this
 /// process then loads no engine), else here.
-fn judge(payload: impl std::io::Read, origin: &hook::Origin) -> hook::Outcome {
+fn judge(
+    payload: impl std::io::Read,
+    origin: &hook::Origin,
+    watchdog: &sandrail::deadline::Watchdog,
+    started: std::time::Instant,
+) -> hook::Outcome {
+    let engine = || sandrail::engine::Engine::one_shot().watched(watchdog.clone());
     match sandrail::forward::Forwarding::from_env() {
-        Some(forwarding) => sandrail::forward::run(&forwarding, payload, origin),
+        Some(forwarding) => sandrail::forward::run(&forwarding, payload, origin, engine, started),
         None => {
             sandrail::runtime::leave_teardown_to_exit();
-            hook::run(payload, origin, &sandrail::engine::Engine::one_shot())
+            hook::run(payload, origin, &engine(), started)
         }
     }
 }

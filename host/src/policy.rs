@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Located};
+use crate::deadline::HookTimeouts;
 use crate::files::Identity;
 
 use blobs::Blobs;
@@ -104,6 +105,11 @@ pub struct InForce {
     /// The transcript path of the session's first event: a Stop naming another
     /// is not the harness's.
     pub transcript: Option<String>,
+    /// Whether this is the session's first event (what is said once per
+    /// session is said now).
+    pub started: bool,
+    /// How long the harness waits for the hook, as the session started.
+    pub timeouts: HookTimeouts,
 }
 
 /// A session's policy, kept beside its database.
@@ -123,6 +129,10 @@ pub struct SessionRecord {
     /// The transcript path of its first event.
     #[serde(default)]
     pub transcript: Option<String>,
+    /// How long the harness waits for the hook, read from its registrations
+    /// at the session's start.
+    #[serde(default)]
+    pub timeouts: HookTimeouts,
 }
 
 /// The policy files on disk as a session last saw them.
@@ -151,13 +161,15 @@ pub struct ProjectRecord {
 }
 
 /// The policy a session's event is judged by: the session's snapshot, or — at its
-/// first event — what the project's ratchet allows of the files on disk.
+/// first event — what the project's ratchet allows of the files on disk, under
+/// the harness's hook `timeouts` (read only then).
 pub fn in_force(
     source: &Source,
     state: Option<&Path>,
     project: Option<&Path>,
     session: &str,
     transcript: Option<&str>,
+    timeouts: &dyn Fn() -> HookTimeouts,
 ) -> InForce {
     let Some(state) = state else {
         eprintln!(
@@ -168,6 +180,8 @@ pub fn in_force(
             id: None,
             alerts: Vec::new(),
             transcript: None,
+            started: true,
+            timeouts: timeouts(),
         };
     };
     let blobs = Blobs::new(state);
@@ -175,7 +189,7 @@ pub fn in_force(
     if let Some(record) = read_json::<SessionRecord>(&path) {
         return continuing(source, &blobs, &path, record, project);
     }
-    let (record, alerts) = start(source, state, &blobs, project, transcript);
+    let (record, alerts) = start(source, state, &blobs, project, transcript, timeouts());
     match create(&path, &record) {
         Ok(true) => {}
         // Another hook of the same session started it first: its record stands.
@@ -202,6 +216,8 @@ fn started(blobs: &Blobs, record: SessionRecord, alerts: Vec<String>) -> InForce
         id: Some(record.policy.id()),
         alerts,
         transcript: record.transcript,
+        started: true,
+        timeouts: record.timeouts,
     }
 }
 
@@ -228,6 +244,8 @@ fn continuing(
         id: Some(record.policy.id()),
         alerts,
         transcript: record.transcript,
+        started: false,
+        timeouts: record.timeouts,
     }
 }
 
@@ -254,6 +272,7 @@ fn start(
     blobs: &Blobs,
     project: Option<&Path>,
     transcript: Option<&str>,
+    timeouts: HookTimeouts,
 ) -> (SessionRecord, Vec<String>) {
     let located = source.locate(project);
     let captured = capture_located(&located, Some(blobs));
@@ -262,7 +281,7 @@ fn start(
         Source::Managed(_) => None,
     };
     let decision = match source {
-        Source::Project => decide(accepted.as_ref(), &captured, blobs),
+        Source::Project => decide(accepted.as_ref(), &captured, blobs, &timeouts),
         Source::Managed(_) => decide_managed(&captured),
     };
     let mut alerts = Vec::new();
@@ -274,8 +293,12 @@ fn start(
                 && accepted
                     .as_ref()
                     .is_none_or(|a| a.policy != captured.manifest)
+                && let Err(e) = accept(state, project, &captured.manifest, how)
             {
-                accept(state, project, &captured.manifest, how);
+                eprintln!(
+                    "sandrail: cannot keep the project's accepted policy in {}: {e}",
+                    state.display()
+                );
             }
             captured.manifest.clone()
         }
@@ -307,6 +330,7 @@ fn start(
     };
     let differs = (policy != captured.manifest).then(|| captured.manifest.id());
     let mut record = record(project, policy, held.clone(), transcript);
+    record.timeouts = timeouts;
     record.seen = Seen {
         config: located_path(&located),
         files: captured.seen,
@@ -328,6 +352,7 @@ fn record(
         held,
         seen: Seen::default(),
         transcript: transcript.map(str::to_owned),
+        timeouts: HookTimeouts::default(),
     }
 }
 
@@ -368,7 +393,12 @@ pub fn managed_unfit(config: &Path) -> Option<String> {
     }
 }
 
-fn decide(accepted: Option<&ProjectRecord>, captured: &Captured, blobs: &Blobs) -> Decision {
+fn decide(
+    accepted: Option<&ProjectRecord>,
+    captured: &Captured,
+    blobs: &Blobs,
+    timeouts: &HookTimeouts,
+) -> Decision {
     let config = match &captured.config {
         Ok(config) => config,
         Err(why) => {
@@ -382,15 +412,12 @@ fn decide(accepted: Option<&ProjectRecord>, captured: &Captured, blobs: &Blobs) 
         }
     };
     let Some(accepted) = accepted else {
-        return match ratchet::unfit_to_start(config) {
-            Some(why) => Decision::Default(why),
-            None => Decision::Take("first-seen"),
-        };
+        return first_policy(captured, config, timeouts);
     };
     if accepted.policy == captured.manifest {
         return Decision::Take("unchanged");
     }
-    let changes = match compare_with(&accepted.policy, captured, blobs) {
+    let changes = match compare_with(&accepted.policy, captured, blobs, timeouts) {
         Ok(c) if c.loosens_nothing() && c.added.is_empty() => return Decision::Take("unchanged"),
         Ok(c) if c.loosens_nothing() => return Decision::Take("addition"),
         Ok(c) => c.changes,
@@ -404,11 +431,48 @@ fn decide(accepted: Option<&ProjectRecord>, captured: &Captured, blobs: &Blobs) 
     }
 }
 
-/// How the policy on disk stands against `accepted`.
+/// A project with nothing accepted: the embedded default is its floor. The
+/// policy on disk is taken (and accepted) where the ratchet would take it over
+/// the embedded default — the same entries, unchanged, then only additions —
+/// and otherwise waits for a person, the embedded default in force meanwhile.
+/// So a fresh state directory, or a config an agent wrote before anything was
+/// accepted, never judges less than the embedded default.
+fn first_policy(captured: &Captured, config: &Config, timeouts: &HookTimeouts) -> Decision {
+    let floor = embedded();
+    let floor_manifest = embedded_manifest();
+    if captured.manifest == floor_manifest {
+        return Decision::Take("first-seen");
+    }
+    let comparison = ratchet::compare(
+        &ratchet::Side {
+            manifest: &floor_manifest,
+            text: crate::config::EMBEDDED_DEFAULT,
+            config: &floor,
+        },
+        &ratchet::Side {
+            manifest: &captured.manifest,
+            text: captured.text.as_deref().unwrap_or(""),
+            config,
+        },
+        timeouts,
+    );
+    if comparison.loosens_nothing() {
+        Decision::Take("first-seen")
+    } else {
+        Decision::Default(format!(
+            "does more than add guardrails to the embedded default ({})",
+            comparison.changes.join("; ")
+        ))
+    }
+}
+
+/// How the policy on disk stands against `accepted`, under the harness's hook
+/// `timeouts`.
 pub fn compare_with(
     accepted: &Manifest,
     captured: &Captured,
     blobs: &Blobs,
+    timeouts: &HookTimeouts,
 ) -> Result<ratchet::Comparison, String> {
     let config = captured.config.as_ref().map_err(Clone::clone)?;
     let old_config = manifest::load(accepted, blobs).map_err(|e| e.to_string())?;
@@ -425,6 +489,7 @@ pub fn compare_with(
             text: new_text,
             config,
         },
+        timeouts,
     ))
 }
 
@@ -471,7 +536,7 @@ fn look_at_disk(
         return Looked::Changed(None);
     }
     record.seen.differs = Some(disk);
-    let (changes, taken) = match compare_with(&record.policy, &captured, blobs) {
+    let (changes, taken) = match compare_with(&record.policy, &captured, blobs, &record.timeouts) {
         Ok(c) if c.changes.is_empty() && c.added.is_empty() => {
             // Comments or layout only: nothing to say.
             record.seen.changes.clear();
@@ -578,15 +643,16 @@ pub fn project_for(state: &Path, dir: &Path) -> PathBuf {
     }
 }
 
-/// Accepts `policy` for `project`: new sessions there start from it.
-pub fn accept(state: &Path, project: &Path, policy: &Manifest, how: &str) {
+/// Accepts `policy` for `project`: new sessions there start from it. Fails when
+/// the record could not be written, so nobody is told it was accepted.
+pub fn accept(state: &Path, project: &Path, policy: &Manifest, how: &str) -> std::io::Result<()> {
     let record = ProjectRecord {
         project: project.to_path_buf(),
         policy: policy.clone(),
         accepted_at: crate::clock::rfc3339(crate::clock::now()),
         how: how.to_owned(),
     };
-    write_json(&project_record(state, project), &record);
+    try_write_json(&project_record(state, project), &record)
 }
 
 /// The record of a project's accepted policy.
@@ -607,11 +673,12 @@ pub fn session_record(state: &Path, session: &str) -> Option<SessionRecord> {
 }
 
 /// Puts `policy` in force for every session of `project` that has a record:
-/// what a person accepted applies from their next event. Returns how many.
-pub fn retake(state: &Path, project: &Path, policy: &Manifest) -> usize {
+/// what a person accepted applies from their next event. Returns how many, or
+/// the first record that could not be rewritten.
+pub fn retake(state: &Path, project: &Path, policy: &Manifest) -> std::io::Result<usize> {
     let dir = state.join(crate::store::SESSIONS_DIR);
     let Ok(entries) = std::fs::read_dir(&dir) else {
-        return 0;
+        return Ok(0);
     };
     let mut count = 0;
     for entry in entries.filter_map(Result::ok) {
@@ -628,10 +695,11 @@ pub fn retake(state: &Path, project: &Path, policy: &Manifest) -> usize {
         record.policy = policy.clone();
         record.held.clear();
         record.seen = Seen::default();
-        write_json(&path, &record);
+        try_write_json(&path, &record)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         count += 1;
     }
-    count
+    Ok(count)
 }
 
 /// Removes the copies no session or project refers to any more.
@@ -700,14 +768,18 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// Writes a record whole, by atomic rename.
+/// Writes a record whole, by atomic rename; what could not be written is said
+/// on stderr.
 fn write_json<T: Serialize>(path: &Path, value: &T) {
-    let written = serde_json::to_vec(value)
-        .map_err(std::io::Error::from)
-        .and_then(|bytes| crate::files::write_atomically(path, &bytes));
-    if let Err(e) = written {
+    if let Err(e) = try_write_json(path, value) {
         eprintln!("sandrail: cannot write {}: {e}", path.display());
     }
+}
+
+/// Writes a record whole, by atomic rename.
+fn try_write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(value).map_err(std::io::Error::from)?;
+    crate::files::write_atomically(path, &bytes)
 }
 
 /// Writes a record only if there is none: false when another process wrote it

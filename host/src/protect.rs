@@ -145,10 +145,18 @@ impl Protected {
                 }
             }
         }
-        if let Some(home) = crate::locations::home() {
+        // `HOME` as the harness reads it, and the account's own home, which
+        // a `HOME` set for the hook cannot move the guard off.
+        for home in homes() {
             for file in HOOK_SETTINGS.iter().chain(HOME_ONLY_HOOK_SETTINGS) {
                 add(home.join(file), "the harness's hook settings".into());
             }
+        }
+        if let Some(anchors) = crate::locations::binding::anchors_root() {
+            add(
+                anchors,
+                "the bindings of sandrail's state directories".into(),
+            );
         }
         for file in SYSTEM_HOOK_SETTINGS {
             add(PathBuf::from(file), "the harness's hook settings".into());
@@ -432,13 +440,24 @@ pub fn remember_registrations(state: &Path, project: Option<&Path>) {
 
 /// A person accepted what is on disk (`sandrail trust`): what is remembered of
 /// each settings file becomes exactly what it holds now.
-pub fn reset_registrations(state: &Path, project: Option<&Path>) {
+/// Fails with the first file whose registrations could not be written: a
+/// person's acceptance must not be reported when it was not kept.
+pub fn reset_registrations(state: &Path, project: Option<&Path>) -> std::io::Result<()> {
     for file in claude_settings(project) {
         let now = read_settings(&file)
             .map(|settings| registrations(&settings))
             .unwrap_or_default();
-        remember(state, &file, &now);
+        write_remembered(state, &file, &now).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot remember the hook registrations of {}: {e}",
+                    file.display()
+                ),
+            )
+        })?;
     }
+    Ok(())
 }
 
 /// The sandrail registrations remembered for the project's and the user's Claude
@@ -462,12 +481,23 @@ pub fn dropped_registrations(state: &Path, project: Option<&Path>) -> Vec<String
 
 /// The Claude Code settings files whose registrations are remembered.
 fn claude_settings(project: Option<&Path>) -> Vec<PathBuf> {
-    let home = crate::locations::home();
     CLAUDE_SETTINGS
         .iter()
         .flat_map(|f| project.map(|p| p.join(f)))
-        .chain(home.map(|h| h.join(".claude/settings.json")))
+        .chain(homes().into_iter().map(|h| h.join(".claude/settings.json")))
         .collect()
+}
+
+/// The home directories whose settings count: `HOME`, and the account's home
+/// from the password database when it differs.
+fn homes() -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = crate::locations::home().into_iter().collect();
+    if let Some(account) = crate::locations::account_home()
+        && !homes.contains(&account)
+    {
+        homes.push(account);
+    }
+    homes
 }
 
 fn read_settings(path: &Path) -> Option<Value> {
@@ -563,24 +593,30 @@ fn remembered_before_v2(state: &Path, settings: &Path) -> BTreeSet<String> {
 }
 
 fn remember(state: &Path, settings: &Path, registrations: &BTreeSet<String>) {
-    let path = record_path(state, settings);
-    let text: String = registrations.iter().map(|r| format!("{r}\n")).collect();
-    if remembered(state, settings).as_ref() == Some(registrations) {
-        return;
-    }
-    let written = (|| {
-        let dir = state.join(REGISTRATIONS_DIR);
-        crate::locations::create_private_dir(&dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
-        std::io::Write::write_all(&mut tmp, text.as_bytes())?;
-        tmp.persist(&path).map(drop).map_err(|e| e.error)
-    })();
-    if let Err(e) = written {
+    if let Err(e) = write_remembered(state, settings, registrations) {
         eprintln!(
             "sandrail: cannot remember the hook registrations of {}: {e}",
             settings.display()
         );
     }
+}
+
+/// Writes what is remembered of `settings`, unless it is already that.
+fn write_remembered(
+    state: &Path,
+    settings: &Path,
+    registrations: &BTreeSet<String>,
+) -> std::io::Result<()> {
+    if remembered(state, settings).as_ref() == Some(registrations) {
+        return Ok(());
+    }
+    let path = record_path(state, settings);
+    let text: String = registrations.iter().map(|r| format!("{r}\n")).collect();
+    let dir = state.join(REGISTRATIONS_DIR);
+    crate::locations::create_private_dir(&dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    tmp.persist(&path).map(drop).map_err(|e| e.error)
 }
 
 #[cfg(test)]

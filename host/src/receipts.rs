@@ -180,8 +180,8 @@ pub enum Appended {
 const WAITING_DIR: &str = "receipts.waiting";
 
 /// Appends `receipt` (its `seq` and `prev` are filled in here, and its `id` when
-/// empty) to the state directory's receipts, under an exclusive lock; with
-/// `to_syslog`, the line goes to the system log too (see [`anchor`]).
+/// empty) to the state directory's receipts, under an exclusive lock; with a
+/// `log` socket, the line goes to the system log too (see [`anchor`]).
 ///
 /// The lock cannot keep an event from its receipt: held by something that is
 /// not sandrail at work, or past the wait, the receipt is kept aside (and
@@ -189,7 +189,7 @@ const WAITING_DIR: &str = "receipts.waiting";
 pub fn append(
     state_dir: &Path,
     mut receipt: Receipt,
-    to_syslog: bool,
+    log: Option<&Path>,
 ) -> Result<Appended, ReceiptError> {
     let path = path(state_dir);
     let io = |source| ReceiptError::Io {
@@ -213,7 +213,7 @@ pub fn append(
                         || "a process the system does not name".to_owned(),
                         |h| h.to_string(),
                     );
-                    return keep_waiting(state_dir, receipt, holder, to_syslog);
+                    return keep_waiting(state_dir, receipt, holder, log);
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -221,11 +221,11 @@ pub fn append(
         }
     }
     let mut chain = Chain::of(&mut file).map_err(io)?;
-    let late = chain_waiting(state_dir, &mut chain, &mut file, to_syslog).map_err(io)?;
+    let late = chain_waiting(state_dir, &mut chain, &mut file, log).map_err(io)?;
     if late > 0 {
         receipt.alerts.push(late_alert(late));
     }
-    chain.add(&mut file, &mut receipt, to_syslog).map_err(io)?;
+    chain.add(&mut file, &mut receipt, log).map_err(io)?;
     Ok(Appended::Written {
         seq: receipt.seq,
         late,
@@ -286,7 +286,7 @@ fn keep_waiting(
     state_dir: &Path,
     mut receipt: Receipt,
     holder: String,
-    to_syslog: bool,
+    log: Option<&Path>,
 ) -> Result<Appended, ReceiptError> {
     let dir = state_dir.join(WAITING_DIR);
     let io = |source| ReceiptError::Io {
@@ -298,8 +298,8 @@ fn keep_waiting(
     let line = serde_json::to_vec(&receipt).map_err(|e| io(e.into()))?;
     let kept = dir.join(format!("{:032}-{}.json", now_nanos(), std::process::id()));
     crate::files::write_atomically(&kept, &line).map_err(io)?;
-    if to_syslog {
-        anchor::send(&line, crate::clock::now());
+    if let Some(log) = log {
+        anchor::send(log, &line, crate::clock::now());
     }
     Ok(Appended::Waiting { holder, kept })
 }
@@ -309,7 +309,7 @@ fn chain_waiting(
     state_dir: &Path,
     chain: &mut Chain,
     file: &mut std::fs::File,
-    to_syslog: bool,
+    log: Option<&Path>,
 ) -> std::io::Result<usize> {
     let dir = state_dir.join(WAITING_DIR);
     let mut waiting: Vec<PathBuf> = match std::fs::read_dir(&dir) {
@@ -329,7 +329,7 @@ fn chain_waiting(
         };
         if let Ok(mut receipt) = serde_json::from_slice::<Receipt>(&bytes) {
             receipt.late = true;
-            chain.add(file, &mut receipt, to_syslog)?;
+            chain.add(file, &mut receipt, log)?;
             chained += 1;
         }
         std::fs::remove_file(&kept)?;
@@ -368,7 +368,7 @@ impl Chain {
         &mut self,
         file: &mut std::fs::File,
         receipt: &mut Receipt,
-        to_syslog: bool,
+        log: Option<&Path>,
     ) -> std::io::Result<()> {
         receipt.prev = self.prev.clone();
         receipt.seq = self.seq.saturating_add(1).max(1);
@@ -382,8 +382,8 @@ impl Chain {
         line.push(b'\n');
         // One write of the whole line: an O_APPEND write is not interleaved.
         file.write_all(&line)?;
-        if to_syslog {
-            anchor::send(&body, crate::clock::now());
+        if let Some(log) = log {
+            anchor::send(log, &body, crate::clock::now());
         }
         self.prev = crate::sha256_hex(&body);
         self.seq = receipt.seq;
@@ -630,17 +630,17 @@ mod tests {
     #[test]
     fn a_held_file_keeps_the_receipt_for_the_next_event() {
         let dir = tempfile::tempdir().expect("tempdir");
-        written(dir.path(), append(dir.path(), receipt("a"), false));
+        written(dir.path(), append(dir.path(), receipt("a"), None));
         // A lock held elsewhere in this process: sandrail at work, waited for,
         // then the receipt is kept aside.
         let held = std::fs::File::open(path(dir.path())).expect("open");
         held.lock().expect("lock");
         let started = Instant::now();
-        let kept = append(dir.path(), receipt("b"), false).expect("kept");
+        let kept = append(dir.path(), receipt("b"), None).expect("kept");
         assert!(matches!(kept, Appended::Waiting { .. }), "{kept:?}");
         assert!(started.elapsed() >= LOCK_WAIT);
         drop(held);
-        let next = written(dir.path(), append(dir.path(), receipt("c"), false));
+        let next = written(dir.path(), append(dir.path(), receipt("c"), None));
         assert_eq!(next.seq, 3);
         assert!(next.alerts[0].contains("1 receipt(s) of earlier events were chained late"));
         let all = read_all(dir.path()).expect("read");
@@ -658,7 +658,7 @@ mod tests {
         for i in 0..5 {
             let written = written(
                 dir.path(),
-                append(dir.path(), receipt(&format!("s{i}")), false),
+                append(dir.path(), receipt(&format!("s{i}")), None),
             );
             assert_eq!(written.seq, i + 1);
         }
@@ -683,9 +683,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut long = receipt("s");
         long.session = "x".repeat(40_000);
-        written(dir.path(), append(dir.path(), long, false));
+        written(dir.path(), append(dir.path(), long, None));
         assert_eq!(
-            written(dir.path(), append(dir.path(), receipt("t"), false)).seq,
+            written(dir.path(), append(dir.path(), receipt("t"), None)).seq,
             2
         );
         let file = path(dir.path());
@@ -694,7 +694,7 @@ mod tests {
             .open(&file)
             .expect("open");
         f.write_all(b"{\"torn").expect("tear");
-        let after = written(dir.path(), append(dir.path(), receipt("u"), false));
+        let after = written(dir.path(), append(dir.path(), receipt("u"), None));
         assert_eq!(after.prev, crate::sha256_hex(b"{\"torn"));
         let verified = verify(dir.path()).expect("verify");
         assert_eq!(verified.receipts, 3);

@@ -289,7 +289,16 @@ impl Runtime {
     /// Sets up the runtime on the process's engine. `cache_dir` holds compiled
     /// components; `None` compiles every time.
     pub fn new(cache_dir: Option<PathBuf>) -> wasmtime::Result<Runtime> {
-        Runtime::linking(cache_dir, &|_| true, current_thread_executor()?)
+        Runtime::linking(cache_dir, true, &|_| true, current_thread_executor()?)
+    }
+
+    /// A runtime for a command that looks at a policy (`check-config`,
+    /// `inspect`, `audit`): it loads what the hook compiled into `cache_dir`
+    /// and compiles anything else in memory, storing nothing there. A
+    /// component the hook never ran then leaves no file behind that could be
+    /// moved into an accepted one's place.
+    pub fn looking(cache_dir: Option<PathBuf>) -> wasmtime::Result<Runtime> {
+        Runtime::linking(cache_dir, false, &|_| true, current_thread_executor()?)
     }
 
     /// A runtime for a long-lived process serving events from several threads at
@@ -303,7 +312,7 @@ impl Runtime {
             .enable_time()
             .build()
             .map_err(|e| wasmtime::format_err!("cannot start the executor: {e}"))?;
-        let mut runtime = Runtime::linking(cache_dir, &|_| true, executor)?;
+        let mut runtime = Runtime::linking(cache_dir, true, &|_| true, executor)?;
         runtime.loaded = Some(Default::default());
         runtime.remembered = Some(Default::default());
         Ok(runtime)
@@ -321,6 +330,7 @@ impl Runtime {
             .collect();
         Runtime::linking(
             cache_dir,
+            true,
             &|interface| imports.contains(interface),
             current_thread_executor()?,
         )
@@ -328,6 +338,7 @@ impl Runtime {
 
     fn linking(
         cache_dir: Option<PathBuf>,
+        stores_compiled: bool,
         wasi_imported: &dyn Fn(&str) -> bool,
         executor: tokio::runtime::Runtime,
     ) -> wasmtime::Result<Runtime> {
@@ -336,7 +347,7 @@ impl Runtime {
         wasi::add_to_linker(&mut linker, wasi_imported)?;
         wit::Guardrail::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
         let needs_cache = configure::NeedsCache::new(cache_dir.as_deref());
-        let cache = cache::ComponentCache::new(&engine, cache_dir);
+        let cache = cache::ComponentCache::new(&engine, cache_dir, stores_compiled);
         Ok(Runtime {
             engine,
             linker,

@@ -391,6 +391,8 @@ async fn answer(
     request: Request<Incoming>,
     engine: &'static Engine,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    // The harness's timeout runs from when it sent the request.
+    let arrived = std::time::Instant::now();
     if request.method() != Method::POST {
         let mut response = plain(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -446,7 +448,8 @@ async fn answer(
         }
     };
     let origin = Origin { project, cwd };
-    let judged = tokio::task::spawn_blocking(move || hook::run(&body[..], &origin, engine)).await;
+    let judged =
+        tokio::task::spawn_blocking(move || hook::run(&body[..], &origin, engine, arrived)).await;
     Ok(match judged {
         Ok(outcome) => respond(outcome),
         Err(e) => {

@@ -22,6 +22,8 @@ fn imported(enable: &[&str]) -> Project {
         let run = project.run(&["guardrail", "on", name]);
         assert!(run.ok(), "{}", run.stderr());
     }
+    // A person who imports behaviors and switches them on accepts the result.
+    project.trust();
     project
 }
 
@@ -383,6 +385,7 @@ fn dotforges_no_destructive_git_hard_blocks_what_it_lists() {
             .run(&["guardrail", "off", "verify-before-done"])
             .ok()
     );
+    project.trust();
     for command in [
         "git push origin main --force",
         "git push origin main -f",

@@ -304,7 +304,7 @@ fn an_empty_config_is_never_silent() {
     for text in ["\n", "[settings]\nlock_timeout_ms = 500\n"] {
         // Appearing where there was none, it is not taken: it judges nothing.
         let project = Project::new();
-        project.config(text);
+        project.write_config(text);
         let run = project.hook(&bash("sess-empty", "git push --force"));
         assert!(
             run.deny_reason()

@@ -252,6 +252,7 @@ fn a_guardrail_switched_off_in_the_config_keeps_the_file_as_written() {
         "{edited}"
     );
     assert!(edited.contains("enabled = false"), "{edited}");
+    project.trust();
     project.hook(&bash("s", "ls")).assert_silent();
     assert!(project.run(&["guardrail", "on", "counted"]).ok());
     let restored = std::fs::read_to_string(project.dir().join("sandrail.toml")).expect("config");

@@ -577,7 +577,7 @@ fn force_with_lease_has_a_switch_only_a_person_turns_on() {
             .deny_reason()
             .is_some()
     );
-    strict.config(&allowing);
+    strict.write_config(&allowing);
     assert!(
         strict
             .hook(&bash("sess-later", "git push --force-with-lease"))

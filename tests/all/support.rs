@@ -60,6 +60,16 @@ impl Syslog {
     }
 }
 
+impl Drop for Project {
+    /// The project's binding to its state directory lives under the account's
+    /// home (where no variable moves it): a test leaves none behind.
+    fn drop(&mut self) {
+        if let Some(record) = sandrail::locations::binding::record_of(&self.dir()) {
+            let _ = std::fs::remove_file(record);
+        }
+    }
+}
+
 impl Drop for Syslog {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -119,19 +129,34 @@ impl Project {
             .join(format!("{stem}.redb"))
     }
 
-    /// Writes `sandrail.toml` into the project.
+    /// Sets the project's policy up as a person does: writes `sandrail.toml`,
+    /// then accepts it with `sandrail trust` at a terminal, so this project's
+    /// sessions (running ones included) take it from their next event.
+    /// A config that cannot be used is written and not accepted, as `trust`
+    /// refuses it to a person too.
+    #[track_caller]
     pub fn config(&self, text: &str) -> &Self {
+        self.write_config(text);
+        let run = self.at_terminal(&["trust"], None);
+        assert!(
+            run.ok() || run.stdout().contains("the config on disk cannot be used"),
+            "sandrail trust failed: {}",
+            run.stdout()
+        );
+        self
+    }
+
+    /// Writes `sandrail.toml` into the project and nothing else: a change no
+    /// person accepted (the agent's, or one still to be trusted).
+    pub fn write_config(&self, text: &str) -> &Self {
         std::fs::write(self.dir().join("sandrail.toml"), text).expect("write config");
         self
     }
 
-    /// Writes `sandrail.toml` as a person changing the policy does: the file, then
-    /// `sandrail trust` at a terminal, so this project's sessions (running ones
-    /// included) take it from their next event.
+    /// [`Project::config`] again, for a test that changes the policy.
+    #[track_caller]
     pub fn reconfigure(&self, text: &str) -> &Self {
-        self.config(text);
-        self.trust();
-        self
+        self.config(text)
     }
 
     /// A `sandrail` command run in this project.

@@ -46,7 +46,7 @@ fn touching_a_config_or_a_lock_mid_session_changes_nothing() {
         &project.hook(&bash("s1", "git push --force"))
     ));
     // An empty sandrail.toml appears (`touch sandrail.toml`).
-    project.config("");
+    project.write_config("");
     let run = project.hook(&bash("s1", "git push --force"));
     assert!(force_push_refused(&run), "{}", run.stderr());
     let said = told(&run);
@@ -101,7 +101,7 @@ fn a_rewritten_config_mid_session_keeps_the_limit_and_the_refusals() {
             .code();
     }
     // The agent raises the limit from 3 to 300000 and drops the force-push rule.
-    project.config(
+    project.write_config(
         &BUDGET_3
             .replace("limit = 3", "limit = 300000")
             .replace("builtin:destructive-commands", "builtin:session-budget"),
@@ -132,7 +132,7 @@ fn a_rewritten_config_mid_session_keeps_the_limit_and_the_refusals() {
     );
 
     // A new session holds to the accepted policy too.
-    project.config(&BUDGET_3.replace("limit = 3", "limit = 300000"));
+    project.write_config(&BUDGET_3.replace("limit = 3", "limit = 300000"));
     let run = project.hook(&bash("s2", "git push --force"));
     assert!(force_push_refused(&run));
     assert!(
@@ -179,7 +179,7 @@ fn a_pure_addition_is_taken_by_the_next_session() {
     assert!(force_push_refused(
         &project.hook(&bash("s1", "git push --force"))
     ));
-    project.config(&format!(
+    project.write_config(&format!(
         "{BUDGET_3}\n[[guardrail]]\nname = \"counter\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n[guardrail.config]\naction = \"count\"\n"
     ));
     // Not in the running session...
@@ -323,7 +323,7 @@ fn trust_shows_the_difference_and_applies_to_running_sessions() {
     let project = Project::new();
     project.config(BUDGET_3);
     project.hook(&bash("s1", "ls"));
-    project.config(&BUDGET_3.replace("limit = 3", "limit = 5"));
+    project.write_config(&BUDGET_3.replace("limit = 3", "limit = 5"));
     let trust = project.trust();
     let out = trust.stdout();
     assert!(out.contains("accepted  policy "), "{out}");
@@ -423,7 +423,7 @@ fn trust_from_a_subdirectory_accepts_for_the_project() {
     let project = Project::new();
     project.config(BUDGET_3);
     project.hook(&bash("s1", "ls"));
-    project.config(&BUDGET_3.replace("limit = 3", "limit = 5"));
+    project.write_config(&BUDGET_3.replace("limit = 3", "limit = 5"));
     let src = project.dir().join("src");
     std::fs::create_dir_all(&src).expect("src");
     let trust = project.at_terminal_with(&["trust"], None, |cmd| {

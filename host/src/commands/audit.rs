@@ -17,7 +17,7 @@ use super::project_config;
 
 pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
     let config = project_config()?;
-    let runtime = Runtime::new(locations::cache_dir())
+    let runtime = Runtime::looking(locations::cache_dir())
         .map_err(|e| anyhow!("cannot start the WebAssembly runtime: {e:#}"))?;
     let lock = match &config.lock {
         LockStatus::None => "none".to_owned(),

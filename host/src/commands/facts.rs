@@ -31,7 +31,9 @@ pub fn run(session: Option<String>) -> anyhow::Result<ExitCode> {
         document.set_turn(&turn);
     }
     if let Some(session) = session {
-        let kept_facts = sandrail::runtime::kept_facts(&config, locations::cache_dir().as_deref());
+        // No cache: a look at a config nobody accepted compiles in memory and
+        // leaves nothing in the cache the hook runs code from.
+        let kept_facts = sandrail::runtime::kept_facts(&config, None);
         let keeps_session = kept_facts.contains(&Costly::Session);
         let keeps_case = kept_facts.contains(&Costly::Case);
         if !keeps_session && !keeps_case {

@@ -18,7 +18,7 @@ pub fn run(target: &str, as_json: bool) -> anyhow::Result<ExitCode> {
         Some(name) => Source::Builtin(name.to_owned()),
         None => Source::File(std::path::absolute(target)?),
     };
-    let runtime = Runtime::new(locations::cache_dir())
+    let runtime = Runtime::looking(locations::cache_dir())
         .map_err(|e| anyhow!("cannot start the WebAssembly runtime: {e:#}"))?;
     let description = inspect::describe(&runtime, &source).map_err(|e| anyhow!("{target}: {e}"))?;
     // The entries that run these bytes (or name this source) in the config in force.

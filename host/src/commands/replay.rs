@@ -61,6 +61,7 @@ pub fn run(transcript: &Path, config: Option<&Path>, json: bool) -> anyhow::Resu
     std::fs::write(&scratch_config, &observed)?;
     Config::load(&scratch_config)
         .map_err(|e| anyhow::anyhow!("the policy {origin} cannot be used: {e}"))?;
+    let _scratch = super::test::ScratchProject::accepting(&project, &state)?;
 
     let copy = scratch.path().join("transcript.jsonl");
     let mut copy_file = std::fs::File::create(&copy)?;

@@ -68,8 +68,8 @@ fn system_places() -> anyhow::Result<managed::System> {
         locations::create_private_dir(dir)
             .with_context(|| format!("cannot create the {what} {}", dir.display()))?;
     }
-    let mut repairs = Vec::new();
-    if let (None, _) | (_, None) = Places::System(system.clone()).dirs(&mut repairs) {
+    let found = Places::System(system.clone()).for_event(None);
+    if found.state.is_none() || found.cache.is_none() {
         bail!(
             "the state directory {} and the cache {} must belong to this user (uid {me})",
             system.state.display(),

@@ -125,6 +125,7 @@ fn run_case(hook: &Path, file: &CaseFile, case: &cases::Case) -> anyhow::Result<
         }
         std::fs::write(&to, bytes).with_context(|| format!("copying {name}"))?;
     }
+    let _scratch = ScratchProject::accepting(&project, &state)?;
     let transcript = scratch.path().join("transcript.jsonl");
     std::fs::write(&transcript, "")?;
     // The scratch directory's name is unique, so no two cases share a session.
@@ -208,6 +209,39 @@ fn append_transcript(path: &Path, lines: &[serde_json::Value]) -> anyhow::Result
         writeln!(file, "{line}")?;
     }
     Ok(())
+}
+
+/// A scratch project (a case's, a replay's) whose config is accepted in its
+/// scratch state, as a person accepts a project's: it judges by its own config,
+/// not by the embedded default a project with nothing accepted starts from.
+/// Dropped, it removes the binding its first event made under the account's
+/// home ([`sandrail::locations::binding`]); the rest is in the scratch
+/// directory.
+pub(super) struct ScratchProject {
+    project: PathBuf,
+}
+
+impl ScratchProject {
+    pub(super) fn accepting(project: &Path, state: &Path) -> anyhow::Result<ScratchProject> {
+        sandrail::locations::create_private_dir(state)?;
+        let blobs = sandrail::policy::blobs::Blobs::new(state);
+        let captured = sandrail::policy::on_disk(Some(project), Some(&blobs));
+        if captured.config.is_ok() {
+            sandrail::policy::accept(state, project, &captured.manifest, "scratch")
+                .context("accepting the scratch project's config in its scratch state")?;
+        }
+        Ok(ScratchProject {
+            project: project.to_path_buf(),
+        })
+    }
+}
+
+impl Drop for ScratchProject {
+    fn drop(&mut self) {
+        if let Some(record) = sandrail::locations::binding::record_of(&self.project) {
+            let _ = std::fs::remove_file(record);
+        }
+    }
 }
 
 /// What running the hook said beyond its receipt.

@@ -1,9 +1,12 @@
 //! Claude Code: the host's own event model, so its payloads and answers pass
 //! as they are. Only its settings live here.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use super::settings::{Layout, Settings};
+use crate::event::EventKind;
 
 /// `.claude/settings.json`: every event sandrail handles, ConfigChange included
 /// (self-protection refuses a settings change that drops these hooks).
@@ -25,6 +28,16 @@ pub(super) const SETTINGS: Settings = Settings {
     ],
     command_key: "command",
     hook: |command, _event| json!({"type": "command", "command": command}),
+    timeout_key: "timeout",
+    timeout_unit_ms: 1000,
+    default_timeout: |event| match event {
+        // Claude Code gives a prompt hook 30 s and SessionEnd's hooks 1.5 s;
+        // the rest 60 s in the versions that ran them longest-lived (600 s in
+        // later ones: the shorter holds).
+        EventKind::UserPromptSubmit => Duration::from_secs(30),
+        EventKind::SessionEnd => Duration::from_millis(1500),
+        _ => Duration::from_secs(60),
+    },
 };
 
 /// A running `sandrail serve` as an http hook, naming the project in the header

@@ -3,6 +3,8 @@
 //! patch text in `command`. Its answer schema is strict: an unknown field, `ask`
 //! or a bare `allow` makes the hook count as failed and the tool run.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use super::settings::{Layout, Settings};
@@ -45,6 +47,9 @@ pub(super) const SETTINGS: Settings = Settings {
     ],
     command_key: "command",
     hook: |command, _event| json!({"type": "command", "command": command, "timeout": 30}),
+    timeout_key: "timeout",
+    timeout_unit_ms: 1000,
+    default_timeout: |_| Duration::from_secs(600),
 };
 
 pub(super) fn read(members: &Members) -> Result<Translated, PayloadError> {

@@ -6,6 +6,8 @@
 //! Either is answered with flat fields: `permissionDecision`,
 //! `permissionDecisionReason`, `additionalContext`, `decision` / `reason`.
 
+use std::time::Duration;
+
 use serde_json::{Map, Value, json};
 
 use super::settings::{Layout, Settings};
@@ -109,6 +111,9 @@ pub(super) const SETTINGS: Settings = Settings {
     ],
     command_key: "bash",
     hook: |command, _event| json!({"type": "command", "bash": command, "timeoutSec": 30}),
+    timeout_key: "timeoutSec",
+    timeout_unit_ms: 1000,
+    default_timeout: |_| Duration::from_secs(30),
 };
 
 pub(super) fn read(members: &Members) -> Result<Translated, PayloadError> {

@@ -4,6 +4,8 @@
 //! named `Shell`, `Read`, `Write`, `Delete`, `Task`, `MCP:<tool>`, and an answer
 //! of `permission` / `user_message` / `agent_message` (stop: `followup_message`).
 
+use std::time::Duration;
+
 use serde_json::{Map, Value, json};
 
 use super::settings::{Layout, Settings};
@@ -90,6 +92,9 @@ pub(super) const SETTINGS: Settings = Settings {
             json!({"command": command, "timeout": 30})
         }
     },
+    timeout_key: "timeout",
+    timeout_unit_ms: 1000,
+    default_timeout: |_| Duration::from_secs(30),
 };
 
 /// Whether a payload is Cursor's own: its top level (the harness's, never the

@@ -3,6 +3,8 @@
 //! `write_file`, `replace`, `read_file`), and a flat answer: `decision`
 //! (`allow` | `deny`), `reason`, `systemMessage`, `hookSpecificOutput`.
 
+use std::time::Duration;
+
 use serde_json::{Map, Value, json};
 
 use super::settings::{Layout, Settings};
@@ -71,6 +73,9 @@ pub(super) const SETTINGS: Settings = Settings {
     ],
     command_key: "command",
     hook: |command, _event| json!({"name": "sandrail", "type": "command", "command": command, "timeout": 30000}),
+    timeout_key: "timeout",
+    timeout_unit_ms: 1,
+    default_timeout: |_| Duration::from_secs(60),
 };
 
 pub(super) fn read(members: &Members) -> Result<Translated, PayloadError> {

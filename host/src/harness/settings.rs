@@ -3,8 +3,11 @@
 //! doctor`). Each harness's file names its own [`Settings`].
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+
+use crate::event::EventKind;
 
 /// How the harness lays out its hooks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +36,12 @@ pub struct Settings {
     pub command_key: &'static str,
     /// The hook object for `command` under `event`.
     pub hook: fn(command: &str, event: &str) -> Value,
+    /// The hook object's key holding its timeout, and the milliseconds in one
+    /// of its units.
+    pub timeout_key: &'static str,
+    pub timeout_unit_ms: u64,
+    /// The harness's own timeout for a hook of this event that names none.
+    pub default_timeout: fn(EventKind) -> Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +140,37 @@ impl Settings {
             let ours = self.sandrail_hooks(entries);
             if !ours.is_empty() {
                 found.insert(event.clone(), ours);
+            }
+        }
+        found
+    }
+
+    /// How long the harness gives each of its sandrail hooks, by event: the
+    /// timeout each names, `None` for one that names none (the harness's
+    /// default holds for it).
+    pub fn timeouts(&self, doc: &Value) -> BTreeMap<String, Vec<Option<Duration>>> {
+        let mut found = BTreeMap::<String, Vec<Option<Duration>>>::new();
+        let Some(hooks) = doc.get("hooks").and_then(Value::as_object) else {
+            return found;
+        };
+        for (event, entries) in hooks {
+            let Some(entries) = entries.as_array() else {
+                continue;
+            };
+            for hook in self.hooks_of(entries) {
+                let ours = match self.command_of(hook) {
+                    Some(command) => runs_sandrail_hook(command),
+                    None => crate::protect::sandrail_server_url(hook).is_some(),
+                };
+                if !ours {
+                    continue;
+                }
+                let timeout = hook
+                    .get(self.timeout_key)
+                    .and_then(Value::as_f64)
+                    .filter(|t| t.is_finite() && *t >= 0.0 && *t < 1e9)
+                    .map(|t| Duration::from_secs_f64(t * self.timeout_unit_ms as f64 / 1000.0));
+                found.entry(event.clone()).or_default().push(timeout);
             }
         }
         found

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::{Config, Guardrail, Source};
+use crate::deadline::HookTimeouts;
 
 use super::manifest::{Content, Manifest};
 
@@ -49,8 +50,9 @@ const MAX_ADDED_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 /// The sections of a config besides its entries; a change to any is held.
 const SECTIONS: &[&str] = &["settings", "protect", "facts", "receipts"];
 
-/// Compares the policy on disk (`candidate`) with the one accepted.
-pub fn compare(accepted: &Side, candidate: &Side) -> Comparison {
+/// Compares the policy on disk (`candidate`) with the one accepted, under the
+/// harness's hook `timeouts` (what one event may cost).
+pub fn compare(accepted: &Side, candidate: &Side, timeouts: &HookTimeouts) -> Comparison {
     let mut out = Comparison::default();
     let (Some(old), Some(new)) = (raw(accepted.text), raw(candidate.text)) else {
         out.changes.push("its config is not valid TOML".to_owned());
@@ -163,6 +165,13 @@ pub fn compare(accepted: &Side, candidate: &Side) -> Comparison {
             MAX_ADDED_TIME.as_millis()
         ));
     }
+    // Counted over the whole policy: additions each within the limit above
+    // must not add up, session by session, to the harness's timeout.
+    out.changes.extend(crate::deadline::over_budget(
+        candidate.config,
+        Some(accepted.config),
+        timeouts,
+    ));
     out
 }
 
@@ -272,6 +281,7 @@ mod tests {
                 text: new,
                 config: &new_config,
             },
+            &HookTimeouts::default(),
         )
     }
 

@@ -10,30 +10,21 @@
 //! once with seq 0, and must turn up in the file later.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::Receipt;
 
-/// The datagram socket the system log listens on (journald reads it too).
-const DEV_LOG: &str = "/dev/log";
 /// `user.info`: the facility and severity of a receipt.
 const PRIORITY: u8 = 14;
 /// The tag receipts are logged under.
 pub const TAG: &str = "sandrail";
 
-/// Where receipts are logged: `SANDRAIL_SYSLOG_SOCKET`, else `/dev/log`.
-pub fn socket() -> PathBuf {
-    std::env::var_os("SANDRAIL_SYSLOG_SOCKET")
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| PathBuf::from(DEV_LOG), PathBuf::from)
-}
-
-/// Logs one receipt line. A log that cannot be reached is one stderr line, never
-/// a refusal: the receipt is in its file either way.
-pub fn send(line: &[u8], time: u64) {
+/// Logs one receipt line to the datagram socket `socket` (the project's bound
+/// one, see [`crate::locations::binding`]). A log that cannot be reached is one
+/// stderr line, never a refusal: the receipt is in its file either way.
+pub fn send(socket: &Path, line: &[u8], time: u64) {
     #[cfg(unix)]
     {
-        let socket = socket();
         let mut message = format!(
             "<{PRIORITY}>{} {TAG}[{}]: ",
             timestamp(time),
@@ -43,7 +34,7 @@ pub fn send(line: &[u8], time: u64) {
         message.extend_from_slice(line);
         let sent = std::os::unix::net::UnixDatagram::unbound().and_then(|s| {
             s.set_nonblocking(true)?;
-            s.send_to(&message, &socket)
+            s.send_to(&message, socket)
         });
         if let Err(e) = sent {
             eprintln!(
@@ -54,7 +45,7 @@ pub fn send(line: &[u8], time: u64) {
     }
     #[cfg(not(unix))]
     {
-        let _ = (line, time);
+        let _ = (socket, line, time);
     }
 }
 

@@ -5,13 +5,20 @@
 //! atomic rename, so a racing process sees a whole file or none.
 //!
 //! wasmtime runs a cache file's native code without verifying it, so a file is
-//! loaded only if it is the one this host wrote: beside each `.cwasm` the host
-//! keeps a record of its sha256 and of the file's identity (device, inode, size,
-//! modification and change times). A file whose identity still matches has not
-//! been written since (any write moves its change time, which only root can set
-//! back); one whose identity moved is hashed, and loaded only if its sha256
-//! still matches. A file without a record (planted, or another component's file
-//! renamed) or with a different hash is discarded and the component recompiled.
+//! loaded only if it is the one this host wrote for this component: beside each
+//! `.cwasm` the host keeps a record of the component it was compiled from, its
+//! own sha256 and the file's identity (device, inode, size, modification and
+//! change times). A file whose identity still matches has not been written
+//! since (any write moves its change time, which only root can set back); one
+//! whose identity moved is hashed, and loaded only if its sha256 still matches.
+//! A file without a record (planted), whose record names another component
+//! (another's file and record renamed into this one's place) or with a
+//! different hash is discarded and the component recompiled.
+//!
+//! Only the hook path writes here. The commands a person runs to look at a
+//! policy (`check-config`, `inspect`, `audit`) read what the hook compiled but
+//! compile anything else in memory: a component nobody accepted never gets a
+//! file and record of its own to be renamed from.
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -28,14 +35,20 @@ use super::LoadError;
 pub struct ComponentCache {
     dir: Option<PathBuf>,
     engine_key: String,
+    /// Whether what is compiled is stored; otherwise only read.
+    writes: bool,
 }
 
 impl ComponentCache {
-    pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
+    pub fn new(engine: &Engine, dir: Option<PathBuf>, writes: bool) -> Self {
         let mut hasher = DigestHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = crate::hex(&hasher.0.finalize()[..8]);
-        ComponentCache { dir, engine_key }
+        ComponentCache {
+            dir,
+            engine_key,
+            writes,
+        }
     }
 
     fn path_for(&self, sha256: &str) -> Option<PathBuf> {
@@ -54,7 +67,7 @@ impl ComponentCache {
     ) -> Result<Component, LoadError> {
         let path = self.path_for(sha256);
         if let Some(path) = path.as_deref().filter(|p| p.is_file()) {
-            match verified(path).and_then(|identity| deserialize(engine, path, &identity)) {
+            match verified(path, sha256).and_then(|identity| deserialize(engine, path, &identity)) {
                 Ok(component) => {
                     if crate::debug_logging() {
                         eprintln!(
@@ -69,8 +82,10 @@ impl ComponentCache {
                         "sandrail: discarding unusable cached component {}: {e:#}",
                         path.display()
                     );
-                    let _ = std::fs::remove_file(path);
-                    let _ = std::fs::remove_file(record_path(path));
+                    if self.writes {
+                        let _ = std::fs::remove_file(path);
+                        let _ = std::fs::remove_file(record_path(path));
+                    }
                 }
             }
         }
@@ -78,8 +93,8 @@ impl ComponentCache {
         if crate::debug_logging() {
             eprintln!("sandrail: compiled {sha256}");
         }
-        if let Some(path) = path
-            && let Err(e) = store(&component, &path)
+        if let Some(path) = path.filter(|_| self.writes)
+            && let Err(e) = store(&component, &path, sha256)
         {
             eprintln!(
                 "sandrail: cannot write the component cache {}: {e}",
@@ -110,6 +125,11 @@ fn deserialize(engine: &Engine, path: &Path, identity: &Identity) -> wasmtime::R
 /// What the host recorded about a cache file it wrote.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Record {
+    /// The sha256 of the component it was compiled from (none in records
+    /// written before it was kept: those are not trusted).
+    #[serde(default)]
+    component: String,
+    /// The file's own sha256.
     sha256: String,
     identity: Identity,
 }
@@ -128,6 +148,10 @@ enum Untrusted {
     #[error("its record is unreadable: {0}")]
     BadRecord(String),
     #[error(
+        "its record says it was compiled from component {recorded}, not {wanted} (another component's code moved into this one's place)"
+    )]
+    OtherComponent { recorded: String, wanted: String },
+    #[error(
         "its sha256 is {actual}, not the {recorded} recorded when it was written (altered or replaced)"
     )]
     Altered { recorded: String, actual: String },
@@ -135,10 +159,11 @@ enum Untrusted {
     Io(#[from] std::io::Error),
 }
 
-/// The file's identity when it is the file this cache wrote: unchanged since
-/// its record, or changed in identity only (copied back, touched) with the same
-/// sha256, in which case the record is brought up to date.
-fn verified(path: &Path) -> wasmtime::Result<Identity> {
+/// The file's identity when it is the file this cache wrote for `component`:
+/// unchanged since its record, or changed in identity only (copied back,
+/// touched) with the same sha256, in which case the record is brought up to
+/// date.
+fn verified(path: &Path, component: &str) -> wasmtime::Result<Identity> {
     let record_file = record_path(path);
     let check = || -> Result<Identity, Untrusted> {
         let text = match std::fs::read_to_string(&record_file) {
@@ -148,6 +173,16 @@ fn verified(path: &Path) -> wasmtime::Result<Identity> {
         };
         let record: Record =
             serde_json::from_str(&text).map_err(|e| Untrusted::BadRecord(e.to_string()))?;
+        if record.component != component {
+            return Err(Untrusted::OtherComponent {
+                recorded: if record.component.is_empty() {
+                    "(not recorded)".to_owned()
+                } else {
+                    record.component
+                },
+                wanted: component.to_owned(),
+            });
+        }
         let identity = Identity::of(path)?;
         if identity.same(&record.identity) {
             return Ok(identity);
@@ -159,15 +194,16 @@ fn verified(path: &Path) -> wasmtime::Result<Identity> {
                 actual,
             });
         }
-        let _ = write_record(path, &actual);
+        let _ = write_record(path, component, &actual);
         Ok(identity)
     };
     check().map_err(|e| wasmtime::format_err!("{e}"))
 }
 
-/// Records the sha256 and identity of a cache file just written.
-fn write_record(cache_file: &Path, sha256: &str) -> Result<(), WriteError> {
+/// Records the component, sha256 and identity of a cache file just written.
+fn write_record(cache_file: &Path, component: &str, sha256: &str) -> Result<(), WriteError> {
     let record = Record {
+        component: component.to_owned(),
         sha256: sha256.to_owned(),
         identity: Identity::of(cache_file)?,
     };
@@ -187,12 +223,12 @@ enum WriteError {
 
 /// Writes the compiled component, then its record. Until the record is in place
 /// the file is not trusted, so a crash between the two costs a recompile.
-fn store(component: &Component, path: &Path) -> Result<(), WriteError> {
+fn store(component: &Component, path: &Path, source_sha256: &str) -> Result<(), WriteError> {
     let serialized = component
         .serialize()
         .map_err(|e| WriteError::Serialize(format!("{e:#}")))?;
     write_atomically(path, &serialized)?;
-    write_record(path, &crate::sha256_hex(&serialized))
+    write_record(path, source_sha256, &crate::sha256_hex(&serialized))
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
