@@ -122,6 +122,10 @@ struct RawProtect {
     /// More paths the agent may not change (relative to the config; `~` is home).
     #[serde(default)]
     paths: Vec<String>,
+    /// Whether the project relies on the harness's OS sandbox (`sandrail init`
+    /// turns it on; `doctor` says so where it is off).
+    #[serde(default = "yes")]
+    os_sandbox: bool,
 }
 
 impl Default for RawProtect {
@@ -129,6 +133,7 @@ impl Default for RawProtect {
         RawProtect {
             enabled: true,
             paths: Vec::new(),
+            os_sandbox: true,
         }
     }
 }
@@ -143,6 +148,9 @@ pub struct Protect {
     pub enabled: bool,
     /// Extra protected paths, absolute.
     pub paths: Vec<PathBuf>,
+    /// The project relies on the harness's OS sandbox: off only where a person
+    /// chose to go without (`sandrail init --no-sandbox`).
+    pub os_sandbox: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -651,6 +659,7 @@ impl Config {
                 .iter()
                 .map(|p| relative_to_config(base, &expand_home(p)))
                 .collect(),
+            os_sandbox: raw.protect.os_sandbox,
         };
         Ok(Config {
             protect,

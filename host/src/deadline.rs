@@ -75,19 +75,27 @@ fn margin(timeout: Duration) -> Duration {
 }
 
 /// What everything that can run on one event may take under `config`: the
-/// state lock's wait, then each enabled guardrail subscribed to it in turn.
+/// state lock's wait, then each enabled guardrail subscribed to it in turn
+/// (nothing, where none is).
 pub fn worst_case(config: &Config, kind: EventKind) -> Duration {
-    config
+    let mut subscribed = config
         .guardrails
         .iter()
         .filter(|g| g.enabled && g.events.contains(&kind))
+        .peekable();
+    if subscribed.peek().is_none() {
+        return Duration::ZERO;
+    }
+    subscribed
         .map(|g| g.limits.timeout)
         .fold(config.lock_timeout, |sum, t| sum.saturating_add(t))
 }
 
 /// The events on which `config` could run past sandrail's own deadline, each
 /// in a sentence; with `before`, only those on which it could run longer than
-/// `before` does (a policy a person accepted as it is stays theirs).
+/// `before` does (a policy a person accepted as it is stays theirs). Only
+/// events that can be refused count: a hook timing out on the others lets
+/// nothing through that it could have stopped.
 pub fn over_budget(
     config: &Config,
     before: Option<&Config>,
@@ -95,6 +103,7 @@ pub fn over_budget(
 ) -> Vec<String> {
     EventKind::ALL
         .into_iter()
+        .filter(|kind| crate::protocol::can_refuse(*kind))
         .filter_map(|kind| {
             let worst = worst_case(config, kind);
             let budget = timeouts.budget(kind);

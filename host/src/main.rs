@@ -43,6 +43,11 @@ enum Command {
         /// Print what it would write, and write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Leave the harness's OS sandbox off (and record that choice in the
+        /// config): what the sandbox holds against an agent running as you is
+        /// then open.
+        #[arg(long)]
+        no_sandbox: bool,
     },
     /// Check the setup: the harness settings register sandrail for the events
     /// the config needs and run this binary, the state and cache directories are
@@ -51,6 +56,10 @@ enum Command {
         /// The findings as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Check the managed set-up instead: Claude Code's managed settings,
+        /// the server's socket and root's policy (see docs/managed.md).
+        #[arg(long)]
+        managed: bool,
     },
     /// Try the policy on a past session: replay a Claude Code transcript through
     /// the guardrails in observe mode, with a scratch state.
@@ -163,12 +172,12 @@ enum Command {
     /// Show how the policy on disk differs from the accepted one, and accept it
     /// (a person at a terminal only).
     Trust,
-    /// Keep sandrail's own paths out of the agent's reach with the harness's OS
-    /// sandbox and permission rules, merged into the project's settings.
+    /// Turn on the harness's OS sandbox with sandrail's own paths out of the
+    /// agent's reach, merged into the project's settings (init does it too).
     Protect {
-        /// The harness whose sandbox and permission rules to set up.
-        #[arg(long, value_enum)]
-        harness: commands::protect::Harness,
+        /// The harness whose sandbox to set up.
+        #[arg(long, value_enum, default_value = "claude")]
+        harness: Harness,
         /// Print the settings it would write, and write nothing.
         #[arg(long)]
         dry_run: bool,
@@ -320,8 +329,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             harness,
             http,
             dry_run,
-        } => commands::init::run(harness, http.as_deref(), dry_run),
-        Command::Doctor { json } => commands::doctor::run(json),
+            no_sandbox,
+        } => commands::init::run(harness, http.as_deref(), dry_run, !no_sandbox),
+        Command::Doctor { json, managed } => commands::doctor::run(json, managed),
         Command::Replay {
             transcript,
             config,

@@ -233,3 +233,101 @@ mod tests {
         assert_eq!(not_root_owned(&direct), None);
     }
 }
+
+/// Claude Code's managed settings on Linux: root's, above every user and
+/// project setting, where managed mode registers the forwarding hook.
+pub const CLAUDE_MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
+
+/// What a managed settings file registers of a managed sandrail.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ManagedHooks {
+    /// Per event, the socket each of its forwarding hooks names, and whether
+    /// each refuses when the server does not answer
+    /// (`SANDRAIL_SERVE_REQUIRED=1`).
+    pub forwarding: std::collections::BTreeMap<String, Vec<(PathBuf, bool)>>,
+    /// `allowManagedHooksOnly`: no user or project hook runs besides these.
+    pub managed_hooks_only: bool,
+}
+
+impl ManagedHooks {
+    /// Reads Claude Code's managed settings at `path`: `None` where there is
+    /// no such file.
+    pub fn read(path: &Path) -> Result<Option<ManagedHooks>, String> {
+        let Some(doc) = crate::os_sandbox::read(path)? else {
+            return Ok(None);
+        };
+        let mut hooks = ManagedHooks {
+            managed_hooks_only: doc
+                .get("allowManagedHooksOnly")
+                .and_then(serde_json::Value::as_bool)
+                == Some(true),
+            ..ManagedHooks::default()
+        };
+        let events = doc.get("hooks").and_then(serde_json::Value::as_object);
+        for (event, groups) in events.into_iter().flatten() {
+            let commands = groups
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|group| group.get("hooks").and_then(serde_json::Value::as_array))
+                .flatten()
+                .filter_map(|hook| hook.get("command").and_then(serde_json::Value::as_str));
+            for command in commands {
+                if let Some(found) = forwarding_hook(command) {
+                    hooks
+                        .forwarding
+                        .entry(event.clone())
+                        .or_default()
+                        .push(found);
+                }
+            }
+        }
+        Ok(Some(hooks))
+    }
+}
+
+/// Whether the managed settings at Claude Code's place hand events to a
+/// managed sandrail.
+pub fn registered_in_managed_settings() -> bool {
+    ManagedHooks::read(Path::new(CLAUDE_MANAGED_SETTINGS))
+        .ok()
+        .flatten()
+        .is_some_and(|hooks| !hooks.forwarding.is_empty())
+}
+
+/// A hook command line that forwards to a server: `sandrail-hook`, or
+/// `sandrail hook`, with `SANDRAIL_SERVE_SOCKET` set in front of it. Gives the
+/// socket and whether `SANDRAIL_SERVE_REQUIRED=1` is set too.
+fn forwarding_hook(command: &str) -> Option<(PathBuf, bool)> {
+    let argv = crate::shell::analyse(command)
+        .commands
+        .into_iter()
+        .map(|c| c.argv)
+        .find(|argv| {
+            let program = argv.first().map(|p| crate::shell::program(p));
+            program == Some("sandrail-hook")
+                || (program == Some("sandrail") && argv.get(1).is_some_and(|a| a == "hook"))
+        })?;
+    let program = argv.first()?;
+    // The assignments in front of the program, as the shell reads them.
+    let mut socket = None;
+    let mut required = false;
+    for word in command.split_whitespace() {
+        if word.ends_with(program.as_str()) {
+            break;
+        }
+        if let Some(value) = word
+            .strip_prefix(crate::forward::SOCKET_VAR)
+            .and_then(|w| w.strip_prefix('='))
+        {
+            socket = Some(PathBuf::from(value.trim_matches(['\'', '"'])));
+        }
+        if let Some(value) = word
+            .strip_prefix(crate::forward::REQUIRED_VAR)
+            .and_then(|w| w.strip_prefix('='))
+        {
+            required = value.trim_matches(['\'', '"']) == "1";
+        }
+    }
+    Some((socket?, required))
+}

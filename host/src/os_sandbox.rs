@@ -1,25 +1,25 @@
 //! The harness's own OS sandbox, set to keep sandrail's paths out of the agent's
 //! reach.
 //!
-//! Claude Code can run every Bash command under bubblewrap (Linux, WSL2) or
-//! Seatbelt (macOS) with `sandbox.filesystem.denyWrite` paths, and its permission
-//! rules (`Edit(…)` in `permissions.deny`) cover its file tools. That enforcement
-//! does not care how a write is spelled — `cp -t`, `sed -i`, `tar -C`, a hard link
-//! — which no reading of a command line can promise. `sandrail protect` merges
-//! the entries that cover sandrail's config, lock, components, data, mandate,
-//! state, cache, audit trail and binary into the project's Claude Code settings;
-//! `sandrail status` says whether they are in force.
+//! An agent runs its commands as the same user as sandrail, so no reading of a
+//! command line can promise that a write is seen: `cp -t`, `git checkout B`, a
+//! script the agent wrote. The harnesses' own sandboxes do not care how a write
+//! is spelled. `sandrail init` (and `sandrail protect`) turn on what each
+//! harness offers ([`Offer`]): Claude Code's Bash sandbox with sandrail's paths
+//! denied to it ([`claude`]), Codex's workspace sandbox ([`codex`]); the others
+//! have none sandrail can use, and say so. [`prerequisites`] checks what the
+//! sandbox needs on this machine.
+
+pub mod claude;
+pub mod codex;
+pub mod prerequisites;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::config::{Config, Located, Origin, Source};
-
-/// The settings file `sandrail protect` writes, relative to the project.
-pub const CLAUDE_SETTINGS: &str = ".claude/settings.json";
-/// The settings files whose entries count, relative to the project.
-const CLAUDE_SETTINGS_FILES: &[&str] = &[".claude/settings.json", ".claude/settings.local.json"];
+use crate::harness::Harness;
 
 /// One path to keep from the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,19 +30,72 @@ pub struct Kept {
 }
 
 /// Where sandrail's own things are, for one project.
-pub struct Places<'a> {
-    pub project: &'a Path,
-    pub home: Option<&'a Path>,
-    pub state: Option<&'a Path>,
-    pub cache: Option<&'a Path>,
-    pub binary: Option<&'a Path>,
+#[derive(Debug, Clone)]
+pub struct Places {
+    pub project: PathBuf,
+    /// `HOME`, as the harness resolves `~`.
+    pub home: Option<PathBuf>,
+    pub state: Option<PathBuf>,
+    pub cache: Option<PathBuf>,
+    /// This binary and the forwarding hook beside it.
+    pub binaries: Vec<PathBuf>,
+    /// Where the bindings of projects to state directories live.
+    pub anchors: Option<PathBuf>,
+}
+
+impl Places {
+    /// This process's places for `project`.
+    pub fn here(project: &Path) -> Places {
+        let binary = std::env::current_exe().ok();
+        let forwarder = binary
+            .as_ref()
+            .and_then(|b| b.parent())
+            .map(|dir| dir.join("sandrail-hook"))
+            .filter(|f| f.is_file());
+        Places {
+            project: project.to_path_buf(),
+            home: crate::locations::home(),
+            state: crate::locations::state_dir(),
+            cache: crate::locations::cache_dir(),
+            binaries: binary.into_iter().chain(forwarder).collect(),
+            anchors: crate::locations::binding::anchors_root(),
+        }
+    }
+}
+
+/// What a harness offers to keep sandrail's files from the agent's commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    /// Claude Code's Bash sandbox, with paths denied to it.
+    Claude,
+    /// Codex's workspace sandbox: writes only inside the project (its `.codex`
+    /// and `.git` read-only) and the temporary directory.
+    Codex,
+    /// Nothing sandrail can use, and why.
+    Nothing(&'static str),
+}
+
+impl Offer {
+    pub fn of(harness: Harness) -> Offer {
+        match harness {
+            Harness::Claude => Offer::Claude,
+            Harness::Codex => Offer::Codex,
+            Harness::Gemini => Offer::Nothing(
+                "Gemini CLI's sandbox (tools.sandbox, GEMINI_SANDBOX) re-runs the whole CLI, its hooks included, in a container or under Seatbelt, where sandrail cannot keep its state or is not installed; it is left off",
+            ),
+            Harness::Cursor => {
+                Offer::Nothing("Cursor's hooks.json has no sandbox setting for sandrail to turn on")
+            }
+            Harness::Copilot => Offer::Nothing("GitHub Copilot CLI has no OS sandbox of its own"),
+        }
+    }
 }
 
 /// Every path of sandrail's the agent must not write, for the configs given (the
 /// one on disk and the one accepted): each config and its lock (the project's
 /// `sandrail.toml` when the embedded default is in force, so none can appear),
 /// mandates, components, data, `[protect] paths`, Claude Code's settings, the
-/// state, cache and audit directories and the binary.
+/// state, cache, bindings and audit directories and the binaries.
 pub fn kept_paths(configs: &[&Config], places: &Places) -> Vec<Kept> {
     let mut kept: Vec<Kept> = Vec::new();
     let mut add = |path: PathBuf, dir: bool| {
@@ -72,26 +125,30 @@ pub fn kept_paths(configs: &[&Config], places: &Places) -> Vec<Kept> {
             add(path.clone(), path.is_dir());
         }
     }
-    // The hook settings themselves (Claude Code also guards its own), where
-    // their directory exists: a missing one the sandbox would make read-only.
-    let settings = CLAUDE_SETTINGS_FILES
-        .iter()
-        .map(|f| places.project.join(f))
-        .chain(places.home.map(|h| h.join(CLAUDE_SETTINGS)));
-    for file in settings {
-        if file.parent().is_some_and(Path::is_dir) {
-            add(file, false);
-        }
+    // The hook settings themselves (Claude Code also guards its own): the
+    // project's always (setting the sandbox up writes them, so their
+    // directory exists), the user's where `~/.claude` exists (a missing
+    // directory the sandbox would hold read-only, parent and all).
+    for file in claude::SETTINGS_FILES {
+        add(places.project.join(file), false);
     }
-    let audit = crate::audit::trail(places.project);
+    if let Some(user) = places.home.as_ref().map(|h| h.join(claude::SETTINGS))
+        && user.parent().is_some_and(Path::is_dir)
+    {
+        add(user, false);
+    }
+    let audit = crate::audit::trail(&places.project);
     if let Some(dir) = audit.parent() {
         add(dir.to_path_buf(), true);
     }
-    for dir in [places.state, places.cache].into_iter().flatten() {
-        add(dir.to_path_buf(), true);
+    for dir in [&places.state, &places.cache, &places.anchors]
+        .into_iter()
+        .flatten()
+    {
+        add(dir.clone(), true);
     }
-    if let Some(binary) = places.binary {
-        add(binary.to_path_buf(), false);
+    for binary in &places.binaries {
+        add(binary.clone(), false);
     }
     kept
 }
@@ -112,128 +169,20 @@ pub fn configs_of(project: &Path, state: Option<&Path>) -> Vec<Config> {
     configs
 }
 
-/// Claude Code's entries for the kept paths: `sandbox.filesystem.denyWrite`
-/// paths, and `permissions.deny` rules for its file tools (`Edit` rules cover
-/// every tool that writes files). Paths inside the project are written relative
-/// to it and paths under the home directory with `~/`, so the project's settings
-/// hold no one's absolute home.
-pub fn claude_entries(kept: &[Kept], places: &Places) -> (Vec<String>, Vec<String>) {
-    let mut deny_write = Vec::new();
-    let mut edit_rules = Vec::new();
-    for entry in kept {
-        let (sandbox, rule) = if let Ok(rel) = entry.path.strip_prefix(places.project) {
-            let rel = rel.display().to_string();
-            (format!("./{rel}"), format!("/{rel}"))
-        } else if let Some(rel) = places.home.and_then(|h| entry.path.strip_prefix(h).ok()) {
-            let rel = rel.display().to_string();
-            (format!("~/{rel}"), format!("~/{rel}"))
-        } else {
-            let abs = entry.path.display().to_string();
-            (abs.clone(), format!("/{abs}"))
-        };
-        deny_write.push(sandbox);
-        edit_rules.push(if entry.dir {
-            format!("Edit({rule}/**)")
-        } else {
-            format!("Edit({rule})")
-        });
-    }
-    (deny_write, edit_rules)
+/// The paths to keep for `project`, from this process's places.
+pub fn kept_for(places: &Places) -> Vec<Kept> {
+    let configs = configs_of(&places.project, places.state.as_deref());
+    kept_paths(&configs.iter().collect::<Vec<_>>(), places)
 }
 
-/// Merges the entries into Claude Code settings, keeping every other key and
-/// entry as it is: the Bash sandbox on, no escape from it for a single command
-/// (`allowUnsandboxedCommands: false`), the paths in `denyWrite`, the rules in
-/// `permissions.deny`. Returns whether anything changed.
-pub fn merge(settings: &mut Value, deny_write: &[String], edit_rules: &[String]) -> bool {
-    let before = settings.clone();
-    if !settings.is_object() {
-        *settings = json!({});
-    }
-    let Some(root) = settings.as_object_mut() else {
-        return false;
-    };
-    let sandbox = object_at(root, "sandbox");
-    sandbox.insert("enabled".into(), json!(true));
-    sandbox.insert("allowUnsandboxedCommands".into(), json!(false));
-    let filesystem = object_at(sandbox, "filesystem");
-    append_missing(filesystem, "denyWrite", deny_write);
-    let permissions = object_at(root, "permissions");
-    append_missing(permissions, "deny", edit_rules);
-    *settings != before
-}
-
-fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
-    let entry = map.entry(key).or_insert_with(|| json!({}));
-    if !entry.is_object() {
-        *entry = json!({});
-    }
-    match entry {
-        Value::Object(inner) => inner,
-        _ => unreachable!("made an object just above"),
-    }
-}
-
-fn append_missing(map: &mut Map<String, Value>, key: &str, wanted: &[String]) {
-    let list = map.entry(key).or_insert_with(|| json!([]));
-    if !list.is_array() {
-        *list = json!([]);
-    }
-    if let Value::Array(items) = list {
-        for item in wanted {
-            if !items.iter().any(|v| v.as_str() == Some(item)) {
-                items.push(json!(item));
-            }
-        }
-    }
-}
-
-/// How the project's Claude Code settings stand.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Standing {
-    /// `sandbox.enabled` is true in one of the settings files.
-    pub enabled: bool,
-    /// Single commands cannot leave the sandbox.
-    pub no_escape: bool,
-    /// Entries sandrail needs that are in none of them.
-    pub missing: Vec<String>,
-}
-
-impl Standing {
-    pub fn in_force(&self) -> bool {
-        self.enabled && self.no_escape && self.missing.is_empty()
-    }
-}
-
-/// Whether the project's Claude Code settings hold the sandbox and the entries.
-pub fn standing(project: &Path, deny_write: &[String], edit_rules: &[String]) -> Standing {
-    let settings: Vec<Value> = CLAUDE_SETTINGS_FILES
-        .iter()
-        .filter_map(|f| read(&project.join(f)).ok().flatten())
-        .collect();
-    let holds = |pointer: &str, item: &str| {
-        settings.iter().any(|s| {
-            s.pointer(pointer)
-                .and_then(Value::as_array)
-                .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(item)))
-        })
-    };
-    let flag = |pointer: &str, value: bool| {
-        settings
-            .iter()
-            .any(|s| s.pointer(pointer).and_then(Value::as_bool) == Some(value))
-    };
-    let missing = deny_write
-        .iter()
-        .filter(|p| !holds("/sandbox/filesystem/denyWrite", p))
-        .chain(edit_rules.iter().filter(|r| !holds("/permissions/deny", r)))
-        .cloned()
-        .collect();
-    Standing {
-        enabled: flag("/sandbox/enabled", true),
-        no_escape: flag("/sandbox/allowUnsandboxedCommands", false),
-        missing,
-    }
+/// Whether the project relies on the OS sandbox: `[protect] os_sandbox` of the
+/// policy accepted for it (else of the config on disk).
+pub fn asked_for(project: &Path, state: Option<&Path>) -> bool {
+    state
+        .and_then(|s| crate::policy::accepted_config(s, project))
+        .unwrap_or_else(|| crate::policy::from_disk(Some(project)))
+        .protect
+        .os_sandbox
 }
 
 /// A settings file: `None` when there is none, an error when it is not a JSON
@@ -251,82 +200,102 @@ pub fn read(path: &Path) -> Result<Option<Value>, String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// How one harness's sandbox stands for a project, for `status`, `doctor` and
+/// `audit`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Report {
+    pub harness: &'static str,
+    /// The harness has a sandbox sandrail can use.
+    pub offered: bool,
+    pub in_force: bool,
+    /// What stands, in words.
+    pub said: String,
+    /// The command that turns it on, where it is off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
 
-    #[test]
-    fn merging_keeps_other_keys_and_is_idempotent() {
-        let mut settings = json!({
-            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "sandrail hook"}]}]},
-            "permissions": {"deny": ["Read(./.env)"]},
-            "sandbox": {"filesystem": {"denyWrite": ["./secrets"]}}
-        });
-        let deny = vec![
-            "./sandrail.toml".to_owned(),
-            "~/.local/state/sandrail".to_owned(),
-        ];
-        let rules = vec!["Edit(/sandrail.toml)".to_owned()];
-        assert!(merge(&mut settings, &deny, &rules));
-        assert_eq!(
-            settings["hooks"]["Stop"][0]["hooks"][0]["command"],
-            "sandrail hook"
-        );
-        assert_eq!(
-            settings["sandbox"]["filesystem"]["denyWrite"],
-            json!(["./secrets", "./sandrail.toml", "~/.local/state/sandrail"])
-        );
-        assert_eq!(
-            settings["permissions"]["deny"],
-            json!(["Read(./.env)", "Edit(/sandrail.toml)"])
-        );
-        assert_eq!(settings["sandbox"]["enabled"], true);
-        assert_eq!(settings["sandbox"]["allowUnsandboxedCommands"], false);
-        assert!(
-            !merge(&mut settings, &deny, &rules),
-            "a second merge changes nothing"
-        );
+/// How `harness`'s sandbox stands for the project `places` names.
+pub fn report(harness: Harness, places: &Places) -> Report {
+    let fix = format!("run `sandrail protect --harness {}`", harness.name());
+    match Offer::of(harness) {
+        Offer::Claude => {
+            let kept = kept_for(places);
+            let entries = claude::entries(&kept, places);
+            let standing = claude::standing(&places.project, places.home.as_deref(), &entries);
+            match standing.why_not() {
+                None => Report {
+                    harness: harness.name(),
+                    offered: true,
+                    in_force: true,
+                    said: format!(
+                        "in force: Claude Code's Bash sandbox and Edit rules keep sandrail's {} paths from the agent{}",
+                        kept.len(),
+                        if standing.fails_closed {
+                            ""
+                        } else {
+                            " (but Claude Code runs commands unsandboxed where the sandbox cannot start: sandbox.failIfUnavailable is not true)"
+                        }
+                    ),
+                    fix: None,
+                },
+                Some(why) => Report {
+                    harness: harness.name(),
+                    offered: true,
+                    in_force: false,
+                    said: format!("not in force ({why})"),
+                    fix: Some(fix),
+                },
+            }
+        }
+        Offer::Codex => {
+            let standing = codex::standing(&places.project, places.home.as_deref());
+            let from = standing
+                .from
+                .as_ref()
+                .map_or_else(String::new, |f| format!(", from {}", f.display()));
+            Report {
+                harness: harness.name(),
+                offered: true,
+                in_force: standing.in_force(),
+                said: if standing.in_force() {
+                    format!("in force: Codex's sandbox ({}{from})", standing.mode)
+                } else {
+                    format!("not in force ({}{from})", standing.mode)
+                },
+                fix: (!standing.in_force()).then_some(fix),
+            }
+        }
+        Offer::Nothing(why) => Report {
+            harness: harness.name(),
+            offered: false,
+            in_force: false,
+            said: format!("none: {why}"),
+            fix: None,
+        },
     }
+}
 
-    #[test]
-    fn paths_are_written_relative_to_the_project_and_home() {
-        let places = Places {
-            project: Path::new("/home/dev/shop"),
-            home: Some(Path::new("/home/dev")),
-            state: None,
-            cache: None,
-            binary: None,
-        };
-        let kept = [
-            Kept {
-                path: "/home/dev/shop/sandrail.toml".into(),
-                dir: false,
-            },
-            Kept {
-                path: "/home/dev/.cache/sandrail".into(),
-                dir: true,
-            },
-            Kept {
-                path: "/usr/local/bin/sandrail".into(),
-                dir: false,
-            },
-        ];
-        let (deny, rules) = claude_entries(&kept, &places);
-        assert_eq!(
-            deny,
-            [
-                "./sandrail.toml",
-                "~/.cache/sandrail",
-                "/usr/local/bin/sandrail"
-            ]
-        );
-        assert_eq!(
-            rules,
-            [
-                "Edit(/sandrail.toml)",
-                "Edit(~/.cache/sandrail/**)",
-                "Edit(//usr/local/bin/sandrail)"
-            ]
-        );
+/// The harnesses whose settings register sandrail for the project (its own
+/// files and the user's), Claude Code's when none does.
+pub fn registered_harnesses(project: &Path, home: Option<&Path>) -> Vec<Harness> {
+    let found: Vec<Harness> = Harness::ALL
+        .into_iter()
+        .filter(|harness| {
+            let settings = harness.settings();
+            std::iter::once(project.join(settings.file))
+                .chain(settings.also.iter().map(|f| project.join(f)))
+                .chain(
+                    home.into_iter()
+                        .flat_map(|h| settings.in_home.iter().map(move |f| h.join(f))),
+                )
+                .filter_map(|file| read(&file).ok().flatten())
+                .any(|doc| !settings.registrations(&doc).is_empty())
+        })
+        .collect();
+    if found.is_empty() {
+        vec![Harness::Claude]
+    } else {
+        found
     }
 }

@@ -68,7 +68,7 @@ fn init_merges_into_claude_settings_and_is_idempotent() {
     });
     std::fs::write(&settings, before.to_string()).unwrap();
 
-    let first = project.run(&["init"]);
+    let first = project.init(&[]);
     assert!(first.ok(), "{}", first.stderr());
     assert!(
         first.stdout().contains("run `sandrail trust`"),
@@ -77,7 +77,28 @@ fn init_merges_into_claude_settings_and_is_idempotent() {
     );
     let after = read_json(&settings);
     assert_eq!(after["model"], "opus");
-    assert_eq!(after["permissions"], before["permissions"]);
+    assert_eq!(
+        after["permissions"]["allow"],
+        before["permissions"]["allow"]
+    );
+    // The OS sandbox is on, with sandrail's own files denied to it.
+    assert_eq!(after["sandbox"]["enabled"], true);
+    assert_eq!(after["sandbox"]["allowUnsandboxedCommands"], false);
+    assert_eq!(after["sandbox"]["failIfUnavailable"], true);
+    let denied = after["sandbox"]["filesystem"]["denyWrite"].to_string();
+    for path in [
+        "./sandrail.toml",
+        "./.claude/settings.json",
+        "./.claude/settings.local.json",
+    ] {
+        assert!(denied.contains(path), "{path} in {denied}");
+    }
+    assert!(
+        after["permissions"]["deny"]
+            .to_string()
+            .contains("Edit(/.claude/settings.json)"),
+        "{after:#}"
+    );
     let pre = after["hooks"]["PreToolUse"].as_array().expect("PreToolUse");
     assert_eq!(
         pre[0], before["hooks"]["PreToolUse"][0],
@@ -105,7 +126,7 @@ fn init_merges_into_claude_settings_and_is_idempotent() {
     }
 
     let text = std::fs::read(&settings).unwrap();
-    let second = project.run(&["init"]);
+    let second = project.init(&[]);
     assert!(second.ok(), "{}", second.stderr());
     assert_eq!(
         std::fs::read(&settings).unwrap(),
@@ -157,7 +178,10 @@ fn init_merges_into_claude_settings_and_is_idempotent() {
 #[test]
 fn init_at_a_terminal_accepts_the_starter_policy() {
     let project = Project::new();
-    let run = project.at_terminal(&["init"], None);
+    let tools = project.path_with_sandbox_tools();
+    let run = project.at_terminal_with(&["init"], None, |cmd| {
+        cmd.env("PATH", &tools);
+    });
     assert!(run.ok(), "{}{}", run.stdout(), run.stderr());
     assert!(run.stdout().contains("Accepted policy"), "{}", run.stdout());
     let doctor = project.run(&["doctor", "--json"]);
@@ -205,7 +229,7 @@ fn init_registers_every_other_harness_in_its_own_file() {
     ];
     for (harness, file, event, fixture) in cases {
         let project = Project::new();
-        let run = project.run(&["init", "--harness", harness]);
+        let run = project.init(&["--harness", harness]);
         assert!(run.ok(), "{harness}: {}", run.stderr());
         let path = project.dir().join(file);
         let doc = read_json(&path);
@@ -237,7 +261,7 @@ fn init_registers_every_other_harness_in_its_own_file() {
         }
 
         let text = std::fs::read(&path).unwrap();
-        let again = project.run(&["init", "--harness", harness]);
+        let again = project.init(&["--harness", harness]);
         assert!(again.ok(), "{}", again.stderr());
         assert_eq!(
             std::fs::read(&path).unwrap(),
@@ -263,14 +287,14 @@ fn init_registers_every_other_harness_in_its_own_file() {
 #[test]
 fn init_dry_run_http_and_broken_settings() {
     let project = Project::new();
-    let run = project.run(&["init", "--dry-run"]);
+    let run = project.init(&["--dry-run"]);
     assert!(run.ok(), "{}", run.stderr());
     assert!(run.stdout().contains("would write") && run.stdout().contains("\"ConfigChange\""));
     assert!(
         !project.dir().join(".claude").exists() && !project.dir().join("sandrail.toml").exists()
     );
 
-    let run = project.run(&["init", "--http", "http://127.0.0.1:8787/"]);
+    let run = project.init(&["--http", "http://127.0.0.1:8787/"]);
     assert!(run.ok(), "{}", run.stderr());
     let doc = read_json(&project.dir().join(".claude/settings.json"));
     let hook = &doc["hooks"]["Stop"][0]["hooks"][0];
@@ -299,7 +323,7 @@ fn init_dry_run_http_and_broken_settings() {
     let settings = broken.dir().join(".cursor/hooks.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(&settings, "{ not json").unwrap();
-    let run = broken.run(&["init", "--harness", "cursor"]);
+    let run = broken.init(&["--harness", "cursor"]);
     assert_eq!(run.code(), Some(1));
     assert!(
         run.stderr().contains("nothing was written"),
@@ -317,7 +341,7 @@ fn init_dry_run_http_and_broken_settings() {
 fn init_keeps_a_policy_and_is_refused_to_the_agent() {
     let project = Project::new();
     project.config("[[guardrail]]\nname = \"mine\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\n");
-    let run = project.run(&["init"]);
+    let run = project.init(&[]);
     assert!(run.ok(), "{}", run.stderr());
     assert!(
         std::fs::read_to_string(project.dir().join("sandrail.toml"))
@@ -346,7 +370,7 @@ fn init_keeps_a_policy_and_is_refused_to_the_agent() {
 #[test]
 fn doctor_on_wired_unwired_and_broken_projects() {
     let wired = Project::new();
-    assert!(wired.run(&["init"]).ok());
+    assert!(wired.init(&[]).ok());
     let run = wired.run(&["doctor"]);
     assert!(run.ok(), "{}", run.stdout());
     assert!(run.stdout().contains("0 error(s)"), "{}", run.stdout());
@@ -366,7 +390,7 @@ fn doctor_on_wired_unwired_and_broken_projects() {
     );
 
     let stale = Project::new();
-    assert!(stale.run(&["init"]).ok());
+    assert!(stale.init(&[]).ok());
     let settings = stale.dir().join(".claude/settings.json");
     let text = std::fs::read_to_string(&settings)
         .unwrap()
@@ -428,7 +452,7 @@ fn doctor_sees_through_lookalike_and_narrowed_registrations() {
         run.stdout()
     );
 
-    assert!(project.run(&["init"]).ok());
+    assert!(project.init(&[]).ok());
     let mut doc = read_json(&settings);
     doc["hooks"]["PreToolUse"][1]["matcher"] = json!("Write|Edit");
     std::fs::write(&settings, doc.to_string()).expect("write");

@@ -30,7 +30,7 @@ fn protect_merges_into_the_settings_and_status_says_whether_it_is_in_force() {
     assert!(
         status
             .stdout()
-            .contains("os sandbox: not in force (the Bash sandbox is off)"),
+            .contains("os sandbox (claude): not in force (the Bash sandbox is off)"),
         "{}",
         status.stdout()
     );
@@ -45,7 +45,13 @@ fn protect_merges_into_the_settings_and_status_says_whether_it_is_in_force() {
         "--dry-run writes nothing"
     );
 
-    let run = project.run(&["protect", "--harness", "claude"]);
+    let protect = || {
+        let mut cmd = project.cmd();
+        cmd.env("PATH", project.path_with_sandbox_tools())
+            .args(["protect", "--harness", "claude"]);
+        Run(cmd.output().expect("sandrail protect"))
+    };
+    let run = protect();
     assert!(run.ok(), "{}", run.stderr());
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(&settings).expect("read")).expect("json");
@@ -75,15 +81,15 @@ fn protect_merges_into_the_settings_and_status_says_whether_it_is_in_force() {
         rules.contains("Edit(/sandrail.toml)") && rules.contains("Edit(~/state/**)"),
         "{rules}"
     );
-    let again = project.run(&["protect", "--harness", "claude"]);
+    let again = protect();
     assert!(
-        again.stdout().contains("already keeps"),
+        again.stdout().contains("Already set up"),
         "{}",
         again.stdout()
     );
     let status = project.run(&["status", "--session", "s1"]);
     assert!(
-        status.stdout().contains("os sandbox: in force"),
+        status.stdout().contains("os sandbox (claude): in force"),
         "{}",
         status.stdout()
     );

@@ -159,6 +159,33 @@ impl Project {
         self.config(text)
     }
 
+    /// `PATH` with stand-ins for what Claude Code's sandbox needs (bubblewrap,
+    /// socat, ripgrep) in front: `init` then finds it ready on any machine.
+    pub fn path_with_sandbox_tools(&self) -> std::ffi::OsString {
+        let tools = self.root.path().join("sandbox-tools");
+        std::fs::create_dir_all(&tools).expect("tools dir");
+        for tool in ["bwrap", "socat", "rg"] {
+            let path = tools.join(tool);
+            std::fs::write(&path, "#!/bin/sh\nexit 0\n").expect("tool");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let mut paths = vec![tools];
+        paths.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        std::env::join_paths(paths).expect("PATH")
+    }
+
+    /// `sandrail init ARGS…` on a machine where the sandbox can run.
+    pub fn init(&self, args: &[&str]) -> Run {
+        let mut cmd = self.cmd();
+        cmd.env("PATH", self.path_with_sandbox_tools())
+            .arg("init")
+            .args(args);
+        Run(cmd.output().expect("run sandrail init"))
+    }
+
     /// A `sandrail` command run in this project.
     pub fn cmd(&self) -> Command {
         self.command(Command::new(BIN))

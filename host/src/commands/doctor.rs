@@ -19,6 +19,8 @@ use sandrail::policy::{self, blobs::Blobs};
 
 use super::project_dir;
 
+mod managed;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 enum Level {
@@ -39,16 +41,16 @@ struct Finding {
 }
 
 #[derive(Default)]
-struct Findings(Vec<Finding>);
+pub(super) struct Findings(Vec<Finding>);
 
 impl Findings {
-    fn ok(&mut self, check: &'static str, said: String) {
+    pub(super) fn ok(&mut self, check: &'static str, said: String) {
         self.push(Level::Ok, check, said, None);
     }
-    fn warn(&mut self, check: &'static str, said: String, fix: String) {
+    pub(super) fn warn(&mut self, check: &'static str, said: String, fix: String) {
         self.push(Level::Warning, check, said, Some(fix));
     }
-    fn error(&mut self, check: &'static str, said: String, fix: String) {
+    pub(super) fn error(&mut self, check: &'static str, said: String, fix: String) {
         self.push(Level::Error, check, said, Some(fix));
     }
     fn push(&mut self, level: Level, check: &'static str, said: String, fix: Option<String>) {
@@ -61,17 +63,30 @@ impl Findings {
     }
 }
 
-pub fn run(json: bool) -> anyhow::Result<ExitCode> {
+pub fn run(json: bool, managed: bool) -> anyhow::Result<ExitCode> {
     let mut findings = Findings::default();
+    if managed {
+        managed::check(&mut findings);
+        return Ok(finish(None, &findings, json));
+    }
     let project = project_dir();
     let config = config(project.as_deref(), &mut findings);
     if let Some(project) = &project {
         settings(project, config.as_ref(), &mut findings);
+        sandbox(project, &mut findings);
+        if let Some(config) = &config {
+            deadlines(project, config, &mut findings);
+        }
     }
     directories(&mut findings);
     if let (Some(project), Some(state)) = (&project, locations::state_dir()) {
         policy_in_force(project, &state, &mut findings);
     }
+    Ok(finish(project.as_deref(), &findings, json))
+}
+
+/// Prints the findings; the exit status says whether any is an error.
+fn finish(project: Option<&Path>, findings: &Findings, json: bool) -> ExitCode {
     let worst = findings
         .0
         .iter()
@@ -107,11 +122,11 @@ pub fn run(json: bool) -> anyhow::Result<ExitCode> {
             .count();
         println!("{errors} error(s), {warnings} warning(s)");
     }
-    Ok(if worst == Level::Error {
+    if worst == Level::Error {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 /// The config in force, and its own check (components load, their configs hold).
@@ -480,11 +495,91 @@ fn policy_in_force(project: &Path, state: &Path, findings: &mut Findings) {
         None => findings.warn(
             "policy",
             format!(
-                "no policy accepted yet for {}: the first session takes the policy on disk ({})",
+                "no policy accepted yet for {}: a new session takes the policy on disk ({}) only where it adds guardrails to the embedded default, and runs the embedded default otherwise",
                 project.display(),
                 on_disk.manifest.id()
             ),
             "run `sandrail trust` in a terminal to accept it".into(),
         ),
+    }
+}
+
+/// The harness's OS sandbox, for each harness registered: an error where the
+/// project relies on it and it is off or cannot run here, a warning where the
+/// project chose to go without or the harness has none.
+fn sandbox(project: &Path, findings: &mut Findings) {
+    if sandrail::managed::registered_in_managed_settings() {
+        findings.ok(
+            "sandbox",
+            "Claude Code's managed settings hand every event to sandrail running as a user of its own (managed mode): sandrail's own files are out of the agent's reach without a sandbox; `sandrail doctor --managed` checks that set-up".into(),
+        );
+        return;
+    }
+    let places = sandrail::os_sandbox::Places::here(project);
+    let asked = sandrail::os_sandbox::asked_for(project, places.state.as_deref());
+    for harness in sandrail::os_sandbox::registered_harnesses(project, places.home.as_deref()) {
+        let report = sandrail::os_sandbox::report(harness, &places);
+        let said = format!("{}: {}", harness.title(), report.said);
+        if report.in_force {
+            if harness == Harness::Claude
+                && let Some(why) = sandrail::os_sandbox::prerequisites::check().said()
+            {
+                findings.error(
+                    "sandbox",
+                    format!("{said}; but it cannot run here, so Claude Code will not start: {why}"),
+                    "install what it needs, then run `sandrail doctor` again".into(),
+                );
+            } else {
+                findings.ok("sandbox", said);
+            }
+        } else if !report.offered {
+            findings.warn(
+                "sandbox",
+                said,
+                "managed mode puts sandrail out of the agent's reach instead (docs/managed.md)"
+                    .into(),
+            );
+        } else if asked {
+            findings.error(
+                "sandbox",
+                format!(
+                    "{said}: an agent running as you can then rewrite the hook settings the next session starts from, sandrail's records and its compiled code"
+                ),
+                report.fix.unwrap_or_default(),
+            );
+        } else {
+            findings.warn(
+                "sandbox",
+                format!(
+                    "{said}, as the project chose ([protect] os_sandbox = false). {}",
+                    super::init::WITHOUT_SANDBOX
+                ),
+                format!(
+                    "to turn it on, remove os_sandbox = false, run `sandrail protect --harness {}` and `sandrail trust`",
+                    harness.name()
+                ),
+            );
+        }
+    }
+}
+
+/// The config's deadlines against the harness's hook timeout: what can run on
+/// one event must fit well within it, or the hook answers by `on_error` at its
+/// own deadline.
+fn deadlines(project: &Path, config: &Config, findings: &mut Findings) {
+    let timeouts = sandrail::harness::timeouts::of_project(Some(project));
+    let over = sandrail::deadline::over_budget(config, None, &timeouts);
+    if over.is_empty() {
+        findings.ok(
+            "deadline",
+            "what can run on each event fits within the harness's hook timeout".into(),
+        );
+    }
+    for over in over {
+        findings.warn(
+            "deadline",
+            format!("{over}: the guardrails still running at sandrail's deadline are answered by their on_error"),
+            "lower the guardrails' timeout_ms, or subscribe fewer to that event".into(),
+        );
     }
 }

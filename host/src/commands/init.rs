@@ -1,7 +1,16 @@
-//! `sandrail init [--harness H] [--http URL] [--dry-run]`: registers sandrail in
-//! the harness's project settings (added beside what is there, never replacing
-//! a hook), writes a commented starter `sandrail.toml` when the project has no
-//! config, and has a person accept the policy.
+//! `sandrail init [--harness H] [--http URL] [--dry-run] [--no-sandbox]`:
+//! registers sandrail in the harness's project settings (added beside what is
+//! there, never replacing a hook), turns on the harness's OS sandbox with
+//! sandrail's paths out of the agent's reach (what `sandrail protect` does),
+//! writes a commented starter `sandrail.toml` when the project has no config,
+//! and has a person accept the policy.
+//!
+//! The sandbox is the default because it is what holds against an agent
+//! running as the same user however a write is spelled: without it, the next
+//! session's hook settings, sandrail's state and its compiled code are only as
+//! safe as the shell analysis is complete. `--no-sandbox` leaves it off, says
+//! what that leaves open, and records the choice in the config
+//! (`[protect] os_sandbox = false`), so `doctor` warns rather than fails.
 //!
 //! An agent running it gains nothing: it only adds registrations, and the shell
 //! analysis names it among the commands that change sandrail's config, so
@@ -31,7 +40,16 @@ struct Planned {
     what: String,
 }
 
-pub fn run(harness: Harness, http: Option<&str>, dry_run: bool) -> anyhow::Result<ExitCode> {
+/// What going without the OS sandbox leaves open, said whenever a person
+/// chooses it.
+pub const WITHOUT_SANDBOX: &str = "Without the harness's OS sandbox, an agent running as you can rewrite the hook settings the next session starts from (with plain git, cp, or a script), delete sandrail's records, and drive `sandrail trust` through a pseudo-terminal; sandrail's own checks refuse only the spellings they recognise. The ratchet, the policy snapshot and the receipts in the system log still show what was changed. See docs/security.md.";
+
+pub fn run(
+    harness: Harness,
+    http: Option<&str>,
+    dry_run: bool,
+    sandbox: bool,
+) -> anyhow::Result<ExitCode> {
     let project = project_dir().context("no project directory: run it in the project")?;
     let binary = std::env::current_exe()
         .and_then(|exe| exe.canonicalize())
@@ -63,25 +81,71 @@ pub fn run(harness: Harness, http: Option<&str>, dry_run: bool) -> anyhow::Resul
         )
     })?;
     let mut planned = Vec::new();
-    if registered.changed() {
-        planned.push(Planned {
-            path: settings_path.clone(),
-            text: serde_json::to_string_pretty(&doc)? + "\n",
-            what: format!(
-                "registers sandrail for {} ({})",
-                registered.added.join(", "),
-                harness.title()
-            ),
-        });
+    let sandbox_plan = if sandbox {
+        let base = (harness == Harness::Claude).then(|| doc.clone());
+        Some(super::protect::plan(harness, &project, base)?)
+    } else {
+        None
+    };
+    // Claude Code's sandbox lives in the file the hooks are registered in: one
+    // write holds both.
+    let mut registering = registered.changed().then(|| Planned {
+        path: settings_path.clone(),
+        text: serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
+        what: format!(
+            "registers sandrail for {} ({})",
+            registered.added.join(", "),
+            harness.title()
+        ),
+    });
+    if let Some(plan) = &sandbox_plan
+        && let Some(change) = &plan.change
+    {
+        match registering.as_mut().filter(|r| r.path == change.path) {
+            Some(both) => {
+                both.text = change.text.clone();
+                both.what.push_str(", and turns its OS sandbox on");
+            }
+            None if change.path == settings_path => {
+                registering = Some(Planned {
+                    path: change.path.clone(),
+                    text: change.text.clone(),
+                    what: format!("turns {}'s OS sandbox on", harness.title()),
+                });
+            }
+            None => planned.push(Planned {
+                path: change.path.clone(),
+                text: change.text.clone(),
+                what: format!("turns {}'s OS sandbox on", harness.title()),
+            }),
+        }
     }
+    planned.splice(0..0, registering);
     let config_in_force = Config::locate(Some(&project))
         .map_err(|e| anyhow::anyhow!("{e}; fix it first, nothing was written"))?;
-    if let Located::Embedded = config_in_force {
-        planned.push(Planned {
+    match config_in_force {
+        Located::Embedded => planned.push(Planned {
             path: project.join(CONFIG_FILE),
-            text: STARTER.to_owned(),
+            text: if sandbox {
+                STARTER.to_owned()
+            } else {
+                without_sandbox(STARTER)?
+            },
             what: "the starter policy: the embedded default, with escalation and observe mode in comments".into(),
-        });
+        }),
+        Located::File(path) if !sandbox => {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let edited = without_sandbox(&text)?;
+            if edited != text {
+                planned.push(Planned {
+                    path,
+                    text: edited,
+                    what: "records that this project goes without the OS sandbox ([protect] os_sandbox = false)".into(),
+                });
+            }
+        }
+        Located::File(_) => {}
     }
 
     for (event, other) in &registered.kept {
@@ -105,6 +169,9 @@ pub fn run(harness: Harness, http: Option<&str>, dry_run: bool) -> anyhow::Resul
         }
         return Ok(ExitCode::SUCCESS);
     }
+    if sandbox_plan.is_some() {
+        super::protect::prepare_places(&project)?;
+    }
     for file in &planned {
         write(&file.path, &file.text)?;
         println!("wrote {}: {}", file.path.display(), file.what);
@@ -120,7 +187,41 @@ pub fn run(harness: Harness, http: Option<&str>, dry_run: bool) -> anyhow::Resul
             "Codex runs a project's hooks once they are reviewed: open /hooks in Codex and trust them."
         );
     }
-    accept()
+    match &sandbox_plan {
+        Some(plan) => println!("\n{}", plan.summary()),
+        None => println!("\nThe OS sandbox is left off. {WITHOUT_SANDBOX}"),
+    }
+    let accepted = accept()?;
+    // A sandbox that cannot run here protects nothing: the set-up is not done.
+    let ready = sandbox_plan
+        .as_ref()
+        .map_or(ExitCode::SUCCESS, super::protect::report_readiness);
+    Ok(if ready == ExitCode::SUCCESS {
+        accepted
+    } else {
+        ready
+    })
+}
+
+/// A config's text recording that the project goes without the OS sandbox
+/// (`[protect] os_sandbox = false`), comments and layout kept.
+fn without_sandbox(text: &str) -> anyhow::Result<String> {
+    let mut doc: toml_edit::DocumentMut = text.parse().context("the config is not valid TOML")?;
+    let protect = doc
+        .entry("protect")
+        .or_insert_with(|| {
+            let mut table = toml_edit::Table::new();
+            table.decor_mut().set_prefix(
+                "\n# This project goes without the harness's OS sandbox (`sandrail init\n# --no-sandbox`), so `sandrail doctor` warns rather than fails. Turning it\n# back on is a change a person accepts with `sandrail trust`.\n",
+            );
+            toml_edit::Item::Table(table)
+        })
+        .as_table_mut()
+        .context("[protect] in the config is not a table")?;
+    if protect.get("os_sandbox").and_then(toml_edit::Item::as_bool) != Some(false) {
+        protect.insert("os_sandbox", toml_edit::value(false));
+    }
+    Ok(doc.to_string())
 }
 
 /// The command line a harness runs: this binary by absolute path, so a file

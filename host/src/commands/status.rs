@@ -37,29 +37,16 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
         .map(|(name, set_at)| json!({"name": name, "set_at": clock::rfc3339(set_at)}))
         .collect();
     let off = lifecycle::switched_off(&state, &session);
-    let sandbox = super::project_dir().map(|project| {
-        let home = locations::home();
-        let cache = locations::cache_dir();
-        let binary = std::env::current_exe().ok();
-        let places = sandrail::os_sandbox::Places {
-            project: &project,
-            home: home.as_deref(),
-            state: Some(&state),
-            cache: cache.as_deref(),
-            binary: binary.as_deref(),
-        };
-        let configs = sandrail::os_sandbox::configs_of(&project, Some(&state));
-        let kept = sandrail::os_sandbox::kept_paths(&configs.iter().collect::<Vec<_>>(), &places);
-        let (deny, rules) = sandrail::os_sandbox::claude_entries(&kept, &places);
-        let standing = sandrail::os_sandbox::standing(&project, &deny, &rules);
-        json!({
-            "harness": "claude",
-            "in_force": standing.in_force(),
-            "enabled": standing.enabled,
-            "no_escape": standing.no_escape,
-            "missing": standing.missing,
+    let sandbox: Vec<sandrail::os_sandbox::Report> = super::project_dir()
+        .map(|project| {
+            let places = sandrail::os_sandbox::Places::here(&project);
+            sandrail::os_sandbox::registered_harnesses(&project, places.home.as_deref())
+                .into_iter()
+                .map(|harness| sandrail::os_sandbox::report(harness, &places))
+                .collect()
         })
-    });
+        .unwrap_or_default();
+    let managed = sandrail::managed::registered_in_managed_settings();
     let policy = sandrail::policy::session_record(&state, &session).map(|record| {
         json!({
             "id": record.policy.id(),
@@ -104,6 +91,7 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
             "config": config.origin.to_string(),
             "policy": policy,
             "os_sandbox": sandbox,
+            "managed": managed,
             "flags": flags,
             "guardrails": guardrails,
         });
@@ -146,25 +134,18 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    if let Some(sandbox) = &sandbox {
-        if sandbox["in_force"] == true {
-            writeln!(
-                out,
-                "os sandbox: in force (Claude Code's Bash sandbox and Edit rules keep sandrail's paths from the agent)"
-            )?;
-        } else {
-            let missing = sandbox["missing"].as_array().map_or(0, Vec::len);
-            let why = if sandbox["enabled"] != true {
-                "the Bash sandbox is off".to_owned()
-            } else if sandbox["no_escape"] != true {
-                "single commands may leave the sandbox".to_owned()
-            } else {
-                format!("{missing} entries are missing")
-            };
-            writeln!(
-                out,
-                "os sandbox: not in force ({why}); run `sandrail protect --harness claude`"
-            )?;
+    if managed {
+        writeln!(
+            out,
+            "os sandbox: not needed for sandrail's own files: Claude Code's managed settings hand every event to sandrail running as a user of its own (managed mode)"
+        )?;
+    } else {
+        for report in &sandbox {
+            let fix = report
+                .fix
+                .as_deref()
+                .map_or_else(String::new, |fix| format!("; {fix}"));
+            writeln!(out, "os sandbox ({}): {}{fix}", report.harness, report.said)?;
         }
     }
     if flags.is_empty() {
