@@ -54,3 +54,39 @@ pub fn session_or_latest(
         )
     })
 }
+
+/// How the OS sandbox stands for the project a command runs in, per harness
+/// registered there; empty under managed mode (Claude Code's managed settings
+/// hand every event to sandrail as a user of its own), which the flag says.
+pub fn sandbox_reports() -> (bool, Vec<sandrail::os_sandbox::Report>) {
+    if sandrail::managed::registered_in_managed_settings() {
+        return (true, Vec::new());
+    }
+    let reports = project_dir()
+        .map(|project| {
+            let places = sandrail::os_sandbox::Places::here(&project);
+            sandrail::os_sandbox::registered_harnesses(&project, places.home.as_deref())
+                .into_iter()
+                .map(|harness| sandrail::os_sandbox::report(harness, &places))
+                .collect()
+        })
+        .unwrap_or_default();
+    (false, reports)
+}
+
+/// The lines `status` and `audit` print about the OS sandbox.
+pub fn sandbox_lines(managed: bool, reports: &[sandrail::os_sandbox::Report]) -> Vec<String> {
+    if managed {
+        return vec!["os sandbox: not needed for sandrail's own files: Claude Code's managed settings hand every event to sandrail running as a user of its own (managed mode)".to_owned()];
+    }
+    reports
+        .iter()
+        .map(|report| {
+            let fix = report
+                .fix
+                .as_deref()
+                .map_or_else(String::new, |fix| format!("; {fix}"));
+            format!("os sandbox ({}): {}{fix}", report.harness, report.said)
+        })
+        .collect()
+}

@@ -60,6 +60,10 @@ enum Command {
         /// the server's socket and root's policy (see docs/managed.md).
         #[arg(long)]
         managed: bool,
+        /// With --managed: the managed settings to read (default Claude Code's,
+        /// /etc/claude-code/managed-settings.json).
+        #[arg(long, value_name = "FILE", requires = "managed")]
+        settings: Option<std::path::PathBuf>,
     },
     /// Try the policy on a past session: replay a Claude Code transcript through
     /// the guardrails in observe mode, with a scratch state.
@@ -331,7 +335,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             dry_run,
             no_sandbox,
         } => commands::init::run(harness, http.as_deref(), dry_run, !no_sandbox),
-        Command::Doctor { json, managed } => commands::doctor::run(json, managed),
+        Command::Doctor {
+            json,
+            managed,
+            settings,
+        } => commands::doctor::run(json, managed.then_some(settings)),
         Command::Replay {
             transcript,
             config,

@@ -504,3 +504,106 @@ fn a_managed_server_will_not_start_on_a_policy_others_can_change_or_as_root() {
     assert!(!owned.status.success(), "{said}");
     assert!(said.contains("not root"), "{said}");
 }
+
+/// Claude Code's managed settings as docs/managed.md writes them, for `events`,
+/// each hook forwarding to `socket` (refusing when it does not answer unless
+/// `required` is false for that event).
+fn managed_settings(events: &[&str], socket: &Path, open: &[&str]) -> serde_json::Value {
+    let mut hooks = serde_json::Map::new();
+    for event in events {
+        let required = if open.contains(event) {
+            ""
+        } else {
+            "SANDRAIL_SERVE_REQUIRED=1 "
+        };
+        let command = format!(
+            "SANDRAIL_SERVE_SOCKET={} {required}/usr/local/bin/sandrail-hook",
+            socket.display()
+        );
+        hooks.insert(
+            (*event).to_owned(),
+            json!([{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]),
+        );
+    }
+    json!({"allowManagedHooksOnly": true, "hooks": hooks})
+}
+
+/// `sandrail doctor --managed`, run as the agent's user, checks the managed
+/// settings (root's alone, all nine events forwarded, each refusing when the
+/// server does not answer), that the socket answers, and that root's policy is
+/// root's alone; and `status` under managed mode does not advise `protect`.
+#[test]
+fn doctor_checks_the_managed_set_up_from_the_agents_side() {
+    if !runnable() {
+        return;
+    }
+    let machine = Machine::set_up();
+    let server = machine.start_server();
+    let settings = machine.path("etc/managed-settings.json");
+    let doctor = |settings: &Path| {
+        let mut cmd = machine.as_agent(machine.bin());
+        cmd.args(["doctor", "--managed", "--settings"])
+            .arg(settings)
+            .env("CONFIGURATION_DIRECTORY", machine.path("etc"))
+            .stdin(Stdio::null());
+        busy_retried(|| cmd.output())
+    };
+    const NINE: [&str; 9] = [
+        "PreToolUse",
+        "PostToolUse",
+        "UserPromptSubmit",
+        "Stop",
+        "SubagentStop",
+        "SessionStart",
+        "SessionEnd",
+        "PreCompact",
+        "ConfigChange",
+    ];
+    std::fs::write(
+        &settings,
+        managed_settings(&NINE, &machine.socket(), &[]).to_string(),
+    )
+    .expect("settings");
+    mode(&settings, 0o644);
+    let good = doctor(&settings);
+    let said = String::from_utf8_lossy(&good.stdout);
+    assert!(good.status.success(), "{said}");
+    assert!(
+        said.contains("every event sandrail handles (9) is forwarded")
+            && said.contains("answers hook payloads")
+            && said.contains("is root's alone: the server judges by it"),
+        "{said}"
+    );
+
+    // The seven events the documentation once listed, one of them failing open.
+    std::fs::write(
+        &settings,
+        managed_settings(&NINE[..7], &machine.socket(), &["Stop"]).to_string(),
+    )
+    .expect("settings");
+    let short = doctor(&settings);
+    let said = String::from_utf8_lossy(&short.stdout);
+    assert_eq!(short.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("do not forward PreCompact, ConfigChange")
+            && said.contains("the hooks of Stop do not set SANDRAIL_SERVE_REQUIRED=1"),
+        "{said}"
+    );
+
+    // A settings file the agent's user could write, and a server that is down.
+    std::fs::write(
+        &settings,
+        managed_settings(&NINE, &machine.socket(), &[]).to_string(),
+    )
+    .expect("settings");
+    chown(&settings, machine.users.agent);
+    drop(server);
+    let open = doctor(&settings);
+    let said = String::from_utf8_lossy(&open.stdout);
+    assert_eq!(open.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("whoever can write it can unregister sandrail")
+            && said.contains("the forwarding hooks refuse every event while it does not answer"),
+        "{said}"
+    );
+}

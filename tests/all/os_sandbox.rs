@@ -461,3 +461,276 @@ fn run_bash(dir: &Path, command: &str, env: &[(&'static str, String)]) {
         .output()
         .expect("bash");
 }
+
+/// Claude Code's sandbox settings as the sandbox runtime reads them: Claude
+/// Code's path forms (`./` the project, `~/` the home directory, `//` an
+/// absolute path) made absolute, the project and the temporary directory
+/// writable as Claude Code makes them, and the allowed domains.
+fn srt_settings_of(claude: &Value, project: &Path, home: &Path, tmp: &Path) -> String {
+    let absolute = |p: &str| -> String {
+        if let Some(rest) = p.strip_prefix("~/") {
+            home.join(rest).display().to_string()
+        } else if let Some(rest) = p.strip_prefix("//") {
+            format!("/{rest}")
+        } else if let Some(rest) = p.strip_prefix("./") {
+            project.join(rest).display().to_string()
+        } else {
+            p.to_owned()
+        }
+    };
+    let list = |pointer: &str| -> Vec<String> {
+        claude
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(absolute)
+            .collect()
+    };
+    let mut allow_write = vec![project.display().to_string(), tmp.display().to_string()];
+    allow_write.extend(list("/sandbox/filesystem/allowWrite"));
+    json!({
+        "network": {
+            "allowedDomains": claude["sandbox"]["network"]["allowedDomains"],
+            "deniedDomains": []
+        },
+        "filesystem": {
+            "denyRead": [],
+            "allowWrite": allow_write,
+            "denyWrite": list("/sandbox/filesystem/denyWrite")
+        }
+    })
+    .to_string()
+}
+
+/// What the hook settings of the next session hold: each file's sha256, or
+/// absent.
+fn hook_settings(project: &Path, home: &Path) -> Vec<String> {
+    [
+        project.join(".claude/settings.json"),
+        project.join(".claude/settings.local.json"),
+        home.join(".claude/settings.json"),
+    ]
+    .iter()
+    .map(|p| look(p))
+    .collect()
+}
+
+/// Ways an agent rewrote the hook settings the next session starts from,
+/// without the sandbox: plain git from a branch it built (`B`, whose settings
+/// set disableAllHooks and add a settings.local.json), a patch, an archive,
+/// `cp`, `perl`, `xargs`, and a script of its own.
+const NEXT_SESSION_SPELLINGS: &[&str] = &[
+    "git merge -q --ff-only B",
+    "git checkout -q B",
+    "git switch -q B",
+    "git cherry-pick B",
+    "git pull -q . B",
+    "git rebase -q B",
+    "git apply evil.patch",
+    "git archive B .claude | tar -x",
+    "printf '{\"disableAllHooks\": true}' > /tmp/sandrail-x-$$ && cp /tmp/sandrail-x-$$ .claude/settings.json",
+    "tar -cf - -C .git/.. .claude | tar -xf - -C . --transform 's/settings.json/settings.local.json/'",
+    "perl -0pi -e 's/\"hooks\"/\"hookz\"/' .claude/settings.json",
+    "echo .claude/settings.json | xargs -I{} cp evil.json {}",
+    "python3 -c \"import os; [open(os.path.expanduser(p), 'w').write('{\\\"disableAllHooks\\\": true}') for p in ('.claude/settings.json', '.claude/settings.local.json', '~/.claude/settings.json')]\"",
+];
+
+fn git_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git")
+}
+
+/// A project set up by `sandrail init` in a git repository, with a branch `B`
+/// that switches the hooks off, `evil.patch` doing the same and `evil.json`
+/// beside it; the home directory with user settings of its own.
+fn initialised(project: &Project) -> (PathBuf, PathBuf) {
+    let dir = project.dir();
+    let home = project.root.path().to_path_buf();
+    std::fs::create_dir_all(home.join(".claude")).expect("~/.claude");
+    std::fs::write(home.join(".claude/settings.json"), "{}\n").expect("user settings");
+    git_in(&dir, &["init", "-q", "-b", "main"]);
+    let init = project.run(&["init"]);
+    assert!(init.ok(), "{}{}", init.stdout(), init.stderr());
+    project.trust();
+    git_in(&dir, &["add", ".claude/settings.json", "sandrail.toml"]);
+    git_in(&dir, &["commit", "-q", "-m", "sandrail"]);
+    git_in(&dir, &["checkout", "-q", "-b", "B"]);
+    let off = "{\"disableAllHooks\": true}\n";
+    std::fs::write(dir.join(".claude/settings.json"), off).expect("B");
+    std::fs::write(dir.join(".claude/settings.local.json"), off).expect("B");
+    git_in(&dir, &["add", ".claude"]);
+    git_in(&dir, &["commit", "-q", "-m", "hooks off"]);
+    let patch = git_in(&dir, &["format-patch", "-1", "--stdout"]);
+    git_in(&dir, &["checkout", "-q", "main"]);
+    std::fs::write(dir.join("evil.patch"), patch.stdout).expect("patch");
+    std::fs::write(dir.join("evil.json"), off).expect("evil.json");
+    (dir, home)
+}
+
+/// Back to main, whatever a spelling left half done.
+fn reset_repository(dir: &Path) {
+    for abort in [
+        ["merge", "--abort"],
+        ["cherry-pick", "--abort"],
+        ["rebase", "--abort"],
+    ] {
+        git_in(dir, &abort);
+    }
+    git_in(dir, &["checkout", "-q", "-f", "main"]);
+    git_in(dir, &["reset", "-q", "--hard", "main"]);
+}
+
+/// What `sandrail init` sets up holds against the agent rewriting the next
+/// session's hook settings: under the sandbox runtime with the settings it
+/// wrote, every spelling leaves the project's settings, its local settings and
+/// the user's unchanged; without the sandbox, on a copy, each changes them.
+#[test]
+fn init_keeps_the_next_sessions_hook_settings_from_git_cp_and_scripts() {
+    let project = Project::new();
+    let Some(srt) = sandbox_runtime(&project) else {
+        return;
+    };
+    let (dir, home) = initialised(&project);
+    let claude: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".claude/settings.json")).expect("settings"),
+    )
+    .expect("json");
+    let tmp = project.root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let settings = project.root.path().join("srt-init.json");
+    std::fs::write(&settings, srt_settings_of(&claude, &dir, &home, &tmp)).expect("srt");
+    let before = hook_settings(&dir, &home);
+    for (i, spelling) in NEXT_SESSION_SPELLINGS.iter().enumerate() {
+        // Without the sandbox, on a copy of the project and home.
+        let copy = tempfile::tempdir().expect("copy");
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(&dir)
+            .arg(copy.path().join("project"))
+            .status()
+            .expect("cp");
+        assert!(status.success());
+        std::fs::create_dir_all(copy.path().join(".claude")).expect("home");
+        std::fs::copy(
+            home.join(".claude/settings.json"),
+            copy.path().join(".claude/settings.json"),
+        )
+        .expect("user settings");
+        let control_dir = copy.path().join("project");
+        let control_before = hook_settings(&control_dir, copy.path());
+        let _ = Command::new("bash")
+            .args(["-c", spelling])
+            .current_dir(&control_dir)
+            .env("HOME", copy.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .expect("bash");
+        assert_ne!(
+            hook_settings(&control_dir, copy.path()),
+            control_before,
+            "#{i} `{spelling}` changes nothing even without the sandbox"
+        );
+        // Under the sandbox, on the real project: nothing changes.
+        let out = Command::new(&srt)
+            .arg("-s")
+            .arg(&settings)
+            .args(["-c", spelling])
+            .current_dir(&dir)
+            .env("HOME", &home)
+            .env("TMPDIR", &tmp)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .expect("srt");
+        assert_eq!(
+            hook_settings(&dir, &home),
+            before,
+            "`{spelling}` changed the next session's hook settings under the sandbox: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        reset_repository(&dir);
+    }
+    // And the hook still refuses a force push.
+    let run = project.hook(&bash("s1", "git push --force origin main"));
+    assert!(run.deny_reason().is_some(), "{}", run.stderr());
+}
+
+/// Everyday work under the sandbox `init` sets up: a commit, an npm install
+/// from the registry, a pip install into a virtual environment, a cargo build
+/// that fetches a crate. Each reaches its registry through the sandbox's proxy
+/// and writes its cache under the home directory.
+#[test]
+fn everyday_work_runs_under_the_sandbox_init_sets_up() {
+    let project = Project::new();
+    let Some(srt) = sandbox_runtime(&project) else {
+        return;
+    };
+    let (dir, home) = initialised(&project);
+    let claude: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".claude/settings.json")).expect("settings"),
+    )
+    .expect("json");
+    let tmp = project.root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let settings = project.root.path().join("srt-everyday.json");
+    std::fs::write(&settings, srt_settings_of(&claude, &dir, &home, &tmp)).expect("srt");
+    let rustup = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".rustup")))
+        .expect("rustup's home");
+    let work: &[(&str, &str)] = &[
+        (
+            "git",
+            "echo hello > notes.txt && git add notes.txt && git commit -q -m notes && git log --oneline | head -1",
+        ),
+        (
+            "npm",
+            "mkdir -p web && cd web && npm init -y >/dev/null && npm install --no-audit --no-fund is-number@7.0.0",
+        ),
+        (
+            "python3",
+            "python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check six==1.16.0 && .venv/bin/python -c 'import six'",
+        ),
+        (
+            "cargo",
+            "cargo new -q --vcs none app && cd app && echo 'itoa = \"1\"' >> Cargo.toml && cargo build -q && cargo test -q",
+        ),
+    ];
+    for (tool, line) in work {
+        let out = Command::new(&srt)
+            .arg("-s")
+            .arg(&settings)
+            .args(["-c", line])
+            .current_dir(&dir)
+            .env("HOME", &home)
+            .env("TMPDIR", &tmp)
+            .env("RUSTUP_HOME", &rustup)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .expect("srt");
+        assert!(
+            out.status.success(),
+            "{tool} under the sandbox: `{line}` failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

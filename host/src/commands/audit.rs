@@ -41,6 +41,7 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
     } else {
         "OFF: the agent can change sandrail's files and hook settings".to_owned()
     };
+    let (managed, sandbox) = super::sandbox_reports();
     let mut entries = Vec::new();
     for g in &config.guardrails {
         let description = inspect::describe(&runtime, &g.source);
@@ -66,6 +67,8 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
             "gate": config.gate,
             "on_error": config.on_error.name(),
             "protect": protect,
+            "os_sandbox": sandbox,
+            "managed": managed,
             "guardrails": guardrails,
         });
         writeln!(out, "{json}")?;
@@ -80,6 +83,9 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
         config.on_error.name()
     )?;
     writeln!(out, "protect    {protect}")?;
+    for line in super::sandbox_lines(managed, &sandbox) {
+        writeln!(out, "{line}")?;
+    }
     for (granted, description) in &entries {
         writeln!(out)?;
         print_granted(&mut out, granted)?;

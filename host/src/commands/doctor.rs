@@ -63,10 +63,14 @@ impl Findings {
     }
 }
 
-pub fn run(json: bool, managed: bool) -> anyhow::Result<ExitCode> {
+/// With `managed` (the managed settings to read, or Claude Code's), checks the
+/// managed set-up instead of the project's.
+pub fn run(json: bool, managed: Option<Option<PathBuf>>) -> anyhow::Result<ExitCode> {
     let mut findings = Findings::default();
-    if managed {
-        managed::check(&mut findings);
+    if let Some(settings) = managed {
+        let settings =
+            settings.unwrap_or_else(|| PathBuf::from(sandrail::managed::CLAUDE_MANAGED_SETTINGS));
+        managed::check(&settings, &mut findings);
         return Ok(finish(None, &findings, json));
     }
     let project = project_dir();

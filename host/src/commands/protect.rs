@@ -77,7 +77,12 @@ impl Plan {
                  - reach package registries and git hosts ({}, …) through the sandbox's proxy, and other domains once you approve them;\n  \
                  - cannot leave the sandbox: what needs more (installing a program into ~/.cargo/bin, a push over SSH) is yours to run; Claude Code does not start where the sandbox cannot run.",
                 settings.display(),
-                claude::EVERYDAY_WRITES[..4].join(", ") + ", …",
+                claude::EVERYDAY_WRITES[..4]
+                    .iter()
+                    .map(|(path, _)| *path)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+                    + ", …",
                 claude::EVERYDAY_DOMAINS
                     .iter()
                     .filter(
@@ -185,6 +190,10 @@ pub(super) fn prepare_places(project: &Path) -> anyhow::Result<()> {
     if let Some(audit) = sandrail::audit::trail(project).parent() {
         std::fs::create_dir_all(audit)
             .with_context(|| format!("cannot create {}", audit.display()))?;
+    }
+    if let Some(home) = &places.home {
+        claude::prepare_caches(home)
+            .with_context(|| format!("cannot make the package caches under {}", home.display()))?;
     }
     Ok(())
 }

@@ -37,16 +37,7 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
         .map(|(name, set_at)| json!({"name": name, "set_at": clock::rfc3339(set_at)}))
         .collect();
     let off = lifecycle::switched_off(&state, &session);
-    let sandbox: Vec<sandrail::os_sandbox::Report> = super::project_dir()
-        .map(|project| {
-            let places = sandrail::os_sandbox::Places::here(&project);
-            sandrail::os_sandbox::registered_harnesses(&project, places.home.as_deref())
-                .into_iter()
-                .map(|harness| sandrail::os_sandbox::report(harness, &places))
-                .collect()
-        })
-        .unwrap_or_default();
-    let managed = sandrail::managed::registered_in_managed_settings();
+    let (managed, sandbox) = super::sandbox_reports();
     let policy = sandrail::policy::session_record(&state, &session).map(|record| {
         json!({
             "id": record.policy.id(),
@@ -134,19 +125,8 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    if managed {
-        writeln!(
-            out,
-            "os sandbox: not needed for sandrail's own files: Claude Code's managed settings hand every event to sandrail running as a user of its own (managed mode)"
-        )?;
-    } else {
-        for report in &sandbox {
-            let fix = report
-                .fix
-                .as_deref()
-                .map_or_else(String::new, |fix| format!("; {fix}"));
-            writeln!(out, "os sandbox ({}): {}{fix}", report.harness, report.said)?;
-        }
+    for line in super::sandbox_lines(managed, &sandbox) {
+        writeln!(out, "{line}")?;
     }
     if flags.is_empty() {
         writeln!(out, "flags: none set")?;

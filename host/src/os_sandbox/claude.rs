@@ -34,18 +34,36 @@ const MANAGED: &str = "/etc/claude-code/managed-settings.json";
 /// (`~/.cargo/bin`, `~/.cargo/config.toml`, `~/go/bin`, `~/.local/bin` stay
 /// read-only), so a sandboxed command cannot plant what the person's next
 /// command outside the sandbox would run.
-pub const EVERYDAY_WRITES: &[&str] = &[
-    "~/.cache",
-    "~/.npm",
-    "~/.cargo/registry",
-    "~/.cargo/git",
-    "~/go/pkg",
-    "~/.m2/repository",
-    "~/.gradle/caches",
-    "~/.gradle/wrapper",
-    "~/.bun/install/cache",
-    "~/.local/share/pnpm",
+///
+/// Each with the program whose cache it is (none: every tool's): the sandbox
+/// skips a writable path that does not exist, so the caches of the tools
+/// installed here are made when the sandbox is set up.
+pub const EVERYDAY_WRITES: &[(&str, Option<&str>)] = &[
+    ("~/.cache", None),
+    ("~/.npm", Some("npm")),
+    ("~/.cargo/registry", Some("cargo")),
+    ("~/.cargo/git", Some("cargo")),
+    ("~/go/pkg", Some("go")),
+    ("~/.m2/repository", Some("mvn")),
+    ("~/.gradle/caches", Some("gradle")),
+    ("~/.gradle/wrapper", Some("gradle")),
+    ("~/.bun/install/cache", Some("bun")),
+    ("~/.local/share/pnpm", Some("pnpm")),
 ];
+
+/// Makes the caches of the tools found on `PATH` under `home`, so that the
+/// sandbox lets those tools write them.
+pub fn prepare_caches(home: &Path) -> std::io::Result<()> {
+    for (cache, owner) in EVERYDAY_WRITES {
+        if owner.is_some_and(|program| super::prerequisites::on_path(program).is_none()) {
+            continue;
+        }
+        if let Some(rel) = cache.strip_prefix("~/") {
+            std::fs::create_dir_all(home.join(rel))?;
+        }
+    }
+    Ok(())
+}
 
 /// The package registries and git hosts everyday work reaches. Others are
 /// asked for (Claude Code prompts for a new domain).
@@ -135,7 +153,8 @@ pub fn merge(settings: &mut Value, entries: &Entries) -> bool {
         .or_insert(json!(false));
     let filesystem = object_at(sandbox, "filesystem");
     append_missing(filesystem, "denyWrite", &entries.deny_write);
-    append_missing(filesystem, "allowWrite", &strings(EVERYDAY_WRITES));
+    let caches: Vec<&str> = EVERYDAY_WRITES.iter().map(|(path, _)| *path).collect();
+    append_missing(filesystem, "allowWrite", &strings(&caches));
     let network = object_at(sandbox, "network");
     append_missing(network, "allowedDomains", &strings(EVERYDAY_DOMAINS));
     let permissions = object_at(root, "permissions");

@@ -128,7 +128,8 @@ fn install_command(packages: &[&str]) -> Option<String> {
         .map(|(_, install)| format!("{install} {}", packages.join(" ")))
 }
 
-fn on_path(program: &str) -> Option<PathBuf> {
+/// Where `program` is on `PATH`, if it is.
+pub fn on_path(program: &str) -> Option<PathBuf> {
     let paths = std::env::var_os("PATH")?;
     std::env::split_paths(&paths)
         .map(|dir| dir.join(program))

@@ -7,18 +7,17 @@
 use std::path::{Path, PathBuf};
 
 use sandrail::harness::Harness;
-use sandrail::managed::{self, CLAUDE_MANAGED_SETTINGS, ManagedHooks, System};
+use sandrail::managed::{self, ManagedHooks, System};
 
 use super::Findings;
 
-pub(super) fn check(findings: &mut Findings) {
-    let settings = Path::new(CLAUDE_MANAGED_SETTINGS);
+pub(super) fn check(settings: &Path, findings: &mut Findings) {
     let sockets = match ManagedHooks::read(settings) {
         Ok(Some(hooks)) => hooks_of(settings, &hooks, findings),
         Ok(None) => {
             findings.error(
                 "managed",
-                format!("{CLAUDE_MANAGED_SETTINGS} does not exist: Claude Code runs no managed hook, and the agent's own settings decide what runs"),
+                format!("{} does not exist: Claude Code runs no managed hook, and the agent's own settings decide what runs", settings.display()),
                 "write it as docs/managed.md shows (as root)".into(),
             );
             Vec::new()
