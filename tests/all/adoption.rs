@@ -658,3 +658,120 @@ fn replay_observes_inline_entries_and_shows_no_escapes() {
         run.stdout()
     );
 }
+
+/// `init` turns the harness's OS sandbox on unless told not to, and `doctor`
+/// says which: `--no-sandbox` writes no sandbox, says what that leaves open and
+/// records the choice, which doctor warns of; a sandbox switched off by hand in
+/// a project that relies on it is an error; and where the sandbox cannot run,
+/// init names the install command and does not claim protection.
+#[test]
+fn init_turns_the_sandbox_on_unless_told_not_to_and_doctor_says_which() {
+    let without = Project::new();
+    let run = without.init(&["--no-sandbox"]);
+    assert!(run.ok(), "{}", run.stderr());
+    assert!(
+        run.stdout().contains("The OS sandbox is left off")
+            && run.stdout().contains("pseudo-terminal"),
+        "{}",
+        run.stdout()
+    );
+    let settings = read_json(&without.dir().join(".claude/settings.json"));
+    assert_eq!(settings["sandbox"], Value::Null, "{settings:#}");
+    let config = std::fs::read_to_string(without.dir().join("sandrail.toml")).expect("config");
+    assert!(config.contains("os_sandbox = false"), "{config}");
+    without.trust();
+    let doctor = without.run(&["doctor"]);
+    assert!(
+        doctor.stdout().contains("warning sandbox")
+            && doctor.stdout().contains("as the project chose"),
+        "{}",
+        doctor.stdout()
+    );
+
+    let switched_off = Project::new();
+    assert!(switched_off.init(&[]).ok());
+    switched_off.trust();
+    let path = switched_off.dir().join(".claude/settings.json");
+    let mut settings = read_json(&path);
+    settings["sandbox"]["enabled"] = json!(false);
+    std::fs::write(&path, settings.to_string()).expect("settings");
+    let doctor = switched_off.run(&["doctor"]);
+    assert_eq!(doctor.code(), Some(1), "{}", doctor.stdout());
+    assert!(
+        doctor
+            .stdout()
+            .contains("error   sandbox  Claude Code: not in force (the Bash sandbox is off)")
+            && doctor
+                .stdout()
+                .contains("run `sandrail protect --harness claude`"),
+        "{}",
+        doctor.stdout()
+    );
+
+    // No bubblewrap, socat or ripgrep; apt-get to install them with.
+    let bare = Project::new();
+    let tools = bare.root.path().join("bare-tools");
+    std::fs::create_dir_all(&tools).expect("tools");
+    let apt = tools.join("apt-get");
+    std::fs::write(&apt, "#!/bin/sh\nexit 0\n").expect("apt-get");
+    std::fs::set_permissions(&apt, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let mut cmd = bare.cmd();
+    cmd.env("PATH", &tools).arg("init");
+    let run = Run(cmd.output().expect("init"));
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("NOT PROTECTED YET")
+            && run
+                .stderr()
+                .contains("`sudo apt-get install -y bubblewrap socat ripgrep`"),
+        "{}",
+        run.stderr()
+    );
+    let settings = read_json(&bare.dir().join(".claude/settings.json"));
+    assert_eq!(settings["sandbox"]["failIfUnavailable"], true);
+}
+
+/// Codex gets its workspace sandbox in the project's `.codex/config.toml`;
+/// a harness with none sandrail can use says so.
+#[test]
+fn init_uses_what_each_harness_offers() {
+    let project = Project::new();
+    let run = project.init(&["--harness", "codex"]);
+    assert!(run.ok(), "{}", run.stderr());
+    let config =
+        std::fs::read_to_string(project.dir().join(".codex/config.toml")).expect("codex config");
+    assert!(
+        config.contains("sandbox_mode = \"workspace-write\""),
+        "{config}"
+    );
+    assert!(
+        run.stdout().contains("Codex's workspace sandbox is on"),
+        "{}",
+        run.stdout()
+    );
+    let status = project.run(&["doctor"]);
+    assert!(
+        status
+            .stdout()
+            .contains("Codex CLI: in force: Codex's sandbox (workspace-write"),
+        "{}",
+        status.stdout()
+    );
+    let gemini = Project::new();
+    let run = gemini.init(&["--harness", "gemini"]);
+    assert!(run.ok(), "{}", run.stderr());
+    assert!(
+        run.stdout().contains("Gemini CLI's sandbox") && run.stdout().contains("left off"),
+        "{}",
+        run.stdout()
+    );
+    let doctor = gemini.run(&["doctor"]);
+    assert!(
+        doctor
+            .stdout()
+            .contains("warning sandbox  Gemini CLI: none:"),
+        "{}",
+        doctor.stdout()
+    );
+}

@@ -263,3 +263,81 @@ events = ["UserPromptSubmit"]
     assert!(!told.contains("from the cache"), "{told}");
     assert!(destructive.with_extension("record").exists());
 }
+
+/// The agent's way to run code of its choosing under an accepted component's
+/// name: have sandrail compile its component — with a read-only command, or as
+/// a guardrail it adds — then rename the compiled file and its record into the
+/// accepted one's place. A look compiles nothing into the cache; a file and
+/// record renamed from another component are discarded, and the accepted
+/// component judges.
+#[test]
+fn another_components_code_renamed_into_place_is_never_run() {
+    let project = Project::new();
+    let cache = project.root.path().join("own-cache");
+    // The embedded default: destructive-commands judges Bash, session-budget
+    // Write.
+    let push = bash("sess-swap", "git push --force origin main");
+    let first = hook_cached(&project, &cache, &push);
+    assert!(first.deny_reason().is_some(), "{}", first.stderr());
+    let destructive = cache_files(&cache);
+    assert_eq!(destructive.len(), 1);
+
+    // A look at another config (`check-config`, `inspect`, `audit`) compiles
+    // in memory: nothing new in the cache the hook runs code from.
+    let other = project.root.path().join("other.toml");
+    std::fs::write(
+        &other,
+        format!("[[guardrail]]\nname = \"mine\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\n[guardrail.config]\naction = \"note\"\n"),
+    )
+    .expect("other config");
+    for args in [
+        &["check-config"][..],
+        &["audit"][..],
+        &["inspect", PROBE][..],
+    ] {
+        let mut cmd = project.cmd();
+        cmd.env("SANDRAIL_CACHE_DIR", &cache)
+            .env("SANDRAIL_CONFIG", &other)
+            .args(args);
+        let out = cmd.output().expect("sandrail");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            cache_files(&cache),
+            destructive,
+            "{args:?} wrote to the cache"
+        );
+    }
+
+    // Another component the hook did compile (session-budget, on a Write),
+    // renamed with its record into destructive-commands' place.
+    let write = write("sess-swap", "/home/dev/project/a.rs");
+    hook_cached(&project, &cache, &write);
+    let budget: Vec<_> = cache_files(&cache)
+        .into_iter()
+        .filter(|f| !destructive.contains(f))
+        .collect();
+    assert_eq!(budget.len(), 1);
+    let (budget, destructive) = (&budget[0], &destructive[0]);
+    std::fs::rename(budget, destructive).expect("rename the code");
+    std::fs::rename(
+        budget.with_extension("record"),
+        destructive.with_extension("record"),
+    )
+    .expect("rename its record");
+    let run = hook_cached(&project, &cache, &push);
+    let told = run.stderr();
+    assert!(
+        run.deny_reason().is_some_and(|r| r.contains("force-push")),
+        "session-budget's code judged in destructive-commands' place: {} {told}",
+        run.stdout()
+    );
+    assert!(
+        told.contains("its record says it was compiled from component"),
+        "{told}"
+    );
+    assert!(told.contains("sandrail: compiled "), "{told}");
+}

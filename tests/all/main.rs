@@ -13,6 +13,7 @@ mod concurrency;
 mod contracts;
 mod cycles;
 mod dcg_corpus;
+mod deadlines;
 mod dotforge;
 mod escalation;
 mod events;

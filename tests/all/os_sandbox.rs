@@ -734,3 +734,85 @@ fn everyday_work_runs_under_the_sandbox_init_sets_up() {
         );
     }
 }
+
+/// A pseudo-terminal the agent drives, reading the confirmation code off the
+/// screen and typing it back: without the sandbox it passes for a person (the
+/// threat model says so); under the sandbox `init` sets up, `sandrail trust`
+/// cannot write its acceptance, says so and exits 1, and nothing is accepted.
+#[test]
+fn trust_driven_through_a_pty_under_the_sandbox_changes_nothing_and_says_so() {
+    let project = Project::new();
+    let Some(srt) = sandbox_runtime(&project) else {
+        return;
+    };
+    let (dir, home) = initialised(&project);
+    let claude: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".claude/settings.json")).expect("settings"),
+    )
+    .expect("json");
+    let tmp = project.root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let settings = project.root.path().join("srt-trust.json");
+    std::fs::write(&settings, srt_settings_of(&claude, &dir, &home, &tmp)).expect("srt");
+    project.write_config(
+        "[settings]\ngate = \"observe\"\n[[guardrail]]\nname = \"destructive-commands\"\nsource = \"builtin:destructive-commands\"\nevents = [\"PreToolUse\"]\n",
+    );
+    let accepted = || {
+        std::fs::read_dir(project.state_dir().join("policy/projects"))
+            .expect("accepted policies")
+            .filter_map(Result::ok)
+            .map(|e| look(&e.path()))
+            .collect::<Vec<_>>()
+    };
+    let before = accepted();
+    // The driver: runs `sandrail trust` on a pty, answers with the code shown.
+    let driver = format!(
+        r#"
+import os, pty, re, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv({bin:?}, [{bin:?}, "trust"])
+seen = b""
+answered = False
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    seen += chunk
+    m = re.search(rb"Type (\w+) to confirm: ", seen)
+    if m and not answered:
+        os.write(fd, m.group(1) + b"\n")
+        answered = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(seen.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#,
+        bin = BIN
+    );
+    let out = project
+        .with_env(Command::new(&srt))
+        .arg("-s")
+        .arg(&settings)
+        .args(["--", "python3", "-c", &driver])
+        .env("HOME", &home)
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("srt");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("to confirm:"),
+        "the driver reached the prompt: {said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("could not be saved") && !said.contains("Accepted policy"),
+        "{said}"
+    );
+    assert_eq!(accepted(), before, "nothing was accepted");
+    let run = project.hook(&bash("s-pty", "git push --force origin main"));
+    assert!(run.deny_reason().is_some(), "{}", run.stderr());
+}

@@ -444,3 +444,126 @@ fn trust_from_a_subdirectory_accepts_for_the_project() {
         run.stderr()
     );
 }
+
+/// An observe-only policy: what the agent would have a new session take.
+const OBSERVE_ONLY: &str = "[settings]\ngate = \"observe\"\n\n[[guardrail]]\nname = \"destructive-commands\"\nsource = \"builtin:destructive-commands\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash|PowerShell\"\non_error = \"deny\"\n";
+
+/// A new session whose harness settings' `env` moves `SANDRAIL_STATE_DIR` — to a
+/// fresh directory, or to one where the agent had its own config accepted —
+/// with an observe-only `sandrail.toml` on disk still refuses the force push:
+/// the project's records stay where it was first seen, and the person is told.
+#[test]
+fn a_state_directory_moved_by_the_environment_is_not_a_fresh_start() {
+    let project = Project::new();
+    // The project as `init` and `trust` leave it: the embedded default.
+    assert!(force_push_refused(
+        &project.hook(&bash("s1", "git push --force origin main"))
+    ));
+    project.write_config(OBSERVE_ONLY);
+    let moved = |to: &std::path::Path, session: &str| {
+        let mut cmd = project.cmd();
+        cmd.env("SANDRAIL_STATE_DIR", to);
+        project.hook_with(cmd, &bash(session, "git push --force origin main"))
+    };
+    let fresh = project.root.path().join("fresh");
+    let run = moved(&fresh, "s2");
+    assert!(
+        force_push_refused(&run),
+        "{} / {}",
+        run.stdout(),
+        run.stderr()
+    );
+    let said = told(&run);
+    assert!(
+        said.contains(&format!("its state directory at {}", fresh.display()))
+            && said.contains("those are used")
+            && said.contains("sandrail trust"),
+        "{said}"
+    );
+    assert!(!fresh.join("receipts.jsonl").exists(), "nothing goes there");
+
+    // A directory where the observe-only policy was accepted, the binding put
+    // back as it was: the agent's own records do not decide.
+    let forged = project.root.path().join("forged");
+    let binding = sandrail::locations::binding::record_of(&project.dir()).expect("binding");
+    let bound = std::fs::read(&binding).expect("the project is bound");
+    let accepted = project.at_terminal_with(&["trust"], None, |cmd| {
+        cmd.env("SANDRAIL_STATE_DIR", &forged);
+    });
+    assert!(accepted.ok(), "{}", accepted.stdout());
+    assert!(
+        accepted.stdout().contains("It moves the project's records"),
+        "{}",
+        accepted.stdout()
+    );
+    std::fs::write(&binding, bound).expect("the binding as it was");
+    let run = moved(&forged, "s3");
+    assert!(
+        force_push_refused(&run),
+        "{} / {}",
+        run.stdout(),
+        run.stderr()
+    );
+
+    // The system log moved the same way: the receipt still reaches the
+    // project's own, so cutting the file back is caught against it.
+    let mut cmd = project.cmd();
+    cmd.env(
+        "SANDRAIL_SYSLOG_SOCKET",
+        project.root.path().join("dead.sock"),
+    );
+    let run = project.hook_with(cmd, &bash("s4", "git push --force origin main"));
+    assert!(force_push_refused(&run));
+    assert!(told(&run).contains("receipts logged to"), "{}", told(&run));
+    let file = project.state_dir().join("receipts.jsonl");
+    let text = std::fs::read_to_string(&file).expect("receipts");
+    let last = text.lines().last().expect("a receipt").to_owned();
+    assert!(
+        project.syslog().contains(&last),
+        "the receipt reached the bound log"
+    );
+    let cut: String = text
+        .lines()
+        .take(text.lines().count() - 1)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&file, cut).expect("cut back");
+    let capture = project.root.path().join("log.txt");
+    std::fs::write(&capture, project.syslog()).expect("capture");
+    let verified = project.run(&[
+        "receipts",
+        "--verify",
+        "--against",
+        capture.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(verified.code(), Some(1), "{}", verified.stdout());
+}
+
+/// `sandrail trust` whose acceptance cannot be written says so and exits 1:
+/// nobody is told a policy was accepted when it was not.
+#[test]
+fn trust_that_cannot_save_its_acceptance_fails_loudly() {
+    let project = Project::new();
+    project.config(BUDGET_3);
+    project.write_config(&BUDGET_3.replace("limit = 3", "limit = 5"));
+    // Where the project's accepted policy goes, a directory: the write fails
+    // whoever runs it (root too).
+    let projects = project.state_dir().join("policy/projects");
+    let record = std::fs::read_dir(&projects)
+        .expect("accepted policies")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("the project's record");
+    std::fs::remove_file(&record).expect("rm");
+    std::fs::create_dir(&record).expect("a directory in its place");
+    let run = project.at_terminal(&["trust"], None);
+    assert_eq!(run.code(), Some(1), "{}", run.stdout());
+    assert!(
+        run.stdout().contains("could not be saved")
+            && run.stdout().contains("the policy was not accepted")
+            && !run.stdout().contains("Accepted policy"),
+        "{}",
+        run.stdout()
+    );
+}
