@@ -70,7 +70,7 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine, started: Instant)
         project.as_deref(),
         &input.session_id,
         input.transcript_path.as_deref(),
-        &|| crate::harness::timeouts::of_project(project.as_deref()),
+        &|| crate::harness::timeouts::of_harness(project.as_deref(), harness_of(&input)),
     );
     let config = in_force.config;
     let deadline = Deadline::of(started, input.kind, &in_force.timeouts);
@@ -152,6 +152,21 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine, started: Instant)
         answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
         ..Outcome::default()
     }
+}
+
+/// The harness that sent the event: the translation at the edge names it in
+/// the payload (`harness`); a payload naming none is Claude Code's.
+fn harness_of(input: &HookInput) -> crate::harness::Harness {
+    input
+        .fields
+        .get("harness")
+        .and_then(|v| v.as_str())
+        .and_then(|name| {
+            crate::harness::Harness::ALL
+                .into_iter()
+                .find(|h| h.name() == name)
+        })
+        .unwrap_or_default()
 }
 
 /// A settings change (Claude Code's ConfigChange): refused when it would switch

@@ -56,13 +56,19 @@ fn additions_one_session_at_a_time_stop_at_the_budget() {
 }
 
 /// Claude Code's settings registering the hook with these timeouts, by event.
-fn registered_with(project: &Project, timeouts: &[(&str, u64)]) {
+fn registered_with(project: &Project, timeouts: &[(&str, f64)]) {
     let mut hooks = serde_json::Map::new();
     for (event, seconds) in timeouts {
-        hooks.insert(
-            (*event).to_owned(),
-            json!([{"matcher": "*", "hooks": [{"type": "command", "command": "sandrail hook", "timeout": seconds}]}]),
-        );
+        let group = json!({"matcher": "*", "hooks": [{"type": "command", "command": "sandrail hook", "timeout": seconds}]});
+        match hooks
+            .get_mut(*event)
+            .and_then(serde_json::Value::as_array_mut)
+        {
+            Some(groups) => groups.push(group),
+            None => {
+                hooks.insert((*event).to_owned(), json!([group]));
+            }
+        }
     }
     let dir = project.dir().join(".claude");
     std::fs::create_dir_all(&dir).expect(".claude");
@@ -76,11 +82,13 @@ fn registered_with(project: &Project, timeouts: &[(&str, u64)]) {
 /// A policy a person accepted whose guardrails together run past the hook's
 /// own deadline (3 s registered: sandrail keeps 2.4 s) is answered before the
 /// harness gives up: the first spinner stops at its own 2 s, the second is cut
-/// at the deadline and, failing closed, refuses the call.
+/// at the deadline and, failing closed, refuses the call. A second
+/// registration beside it with a timeout too short to answer in (its answer
+/// is lost, the first one's stands) does not cut the first one's judging short.
 #[test]
 fn guardrails_past_the_hooks_deadline_are_answered_by_their_on_error() {
     let project = Project::new();
-    registered_with(&project, &[("PreToolUse", 3)]);
+    registered_with(&project, &[("PreToolUse", 3.0), ("PreToolUse", 0.01)]);
     let spinner = |name: &str, on_error: &str| {
         format!(
             "[[guardrail]]\nname = \"{name}\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\non_error = \"{on_error}\"\n[guardrail.config]\naction = \"spin\"\n[guardrail.limits]\ntimeout_ms = 2000\n"
@@ -133,7 +141,7 @@ fn guardrails_past_the_hooks_deadline_are_answered_by_their_on_error() {
 #[test]
 fn a_stalled_hook_is_answered_before_the_harness_gives_up() {
     let project = Project::alone();
-    registered_with(&project, &[("PreToolUse", 10), ("UserPromptSubmit", 2)]);
+    registered_with(&project, &[("PreToolUse", 10.0), ("UserPromptSubmit", 2.0)]);
     project.config(&format!(
         "[settings]\nlock_timeout_ms = 8000\n\n\
          [[guardrail]]\nname = \"spinner\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\nmatcher = \"Read\"\n[guardrail.config]\naction = \"spin\"\n[guardrail.limits]\ntimeout_ms = 5000\n\n\
