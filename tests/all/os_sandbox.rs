@@ -560,6 +560,14 @@ fn initialised(project: &Project) -> (PathBuf, PathBuf) {
     git_in(&dir, &["init", "-q", "-b", "main"]);
     let init = project.run(&["init"]);
     assert!(init.ok(), "{}{}", init.stdout(), init.stderr());
+    // The sandbox runtime stands in for Claude Code's sandbox only where the
+    // settings turn it on, with no way out for a command.
+    let written: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".claude/settings.json")).expect("settings"),
+    )
+    .expect("json");
+    assert_eq!(written["sandbox"]["enabled"], true, "{written:#}");
+    assert_eq!(written["sandbox"]["allowUnsandboxedCommands"], false);
     project.trust();
     git_in(&dir, &["add", ".claude/settings.json", "sandrail.toml"]);
     git_in(&dir, &["commit", "-q", "-m", "sandrail"]);
@@ -642,11 +650,13 @@ fn init_keeps_the_next_sessions_hook_settings_from_git_cp_and_scripts() {
             control_before,
             "#{i} `{spelling}` changes nothing even without the sandbox"
         );
-        // Under the sandbox, on the real project: nothing changes.
+        // Under the sandbox, on the real project: nothing changes (and the
+        // sandbox did run it: it leaves a mark where it may write).
+        let ran = dir.join(format!(".ran-{i}"));
         let out = Command::new(&srt)
             .arg("-s")
             .arg(&settings)
-            .args(["-c", spelling])
+            .args(["-c", &format!("{spelling}\ntouch {}", ran.display())])
             .current_dir(&dir)
             .env("HOME", &home)
             .env("TMPDIR", &tmp)
@@ -663,6 +673,12 @@ fn init_keeps_the_next_sessions_hook_settings_from_git_cp_and_scripts() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        assert!(
+            ran.exists(),
+            "the sandbox did not run `{spelling}`: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::remove_file(&ran).expect("the mark");
         reset_repository(&dir);
     }
     // And the hook still refuses a force push.
