@@ -736,6 +736,7 @@ fn everyday_work_runs_under_the_sandbox_init_sets_up() {
             .env("HOME", &home)
             .env("TMPDIR", &tmp)
             .env("RUSTUP_HOME", &rustup)
+            .env("CARGO_HOME", home.join(".cargo"))
             .env("GIT_AUTHOR_NAME", "t")
             .env("GIT_AUTHOR_EMAIL", "t@example.com")
             .env("GIT_COMMITTER_NAME", "t")
