@@ -59,7 +59,8 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine, started: Instant)
     let project = origin
         .project
         .clone()
-        .or_else(|| input.cwd.as_ref().map(Into::into));
+        .or_else(|| input.cwd.as_ref().map(Into::into))
+        .map(|p| locations::canonical(&p));
     let places = engine.places.for_event(project.as_deref());
     let state = places.state;
     let cache = places.cache;
@@ -413,7 +414,11 @@ pub fn unreadable(why: &str, origin: &Origin, places: &Places) -> Outcome {
         // No session to hold a policy for: the stricter of the files on disk
         // and the project's accepted policy decides.
         Places::User => {
-            let project = origin.project.clone().or_else(|| origin.cwd.clone());
+            let project = origin
+                .project
+                .clone()
+                .or_else(|| origin.cwd.clone())
+                .map(|p| locations::canonical(&p));
             unreadable_on_error(project.as_deref())
         }
         // Root's policy decides; one that cannot be read refuses.

@@ -60,6 +60,7 @@ pub mod runtime;
 pub mod serve;
 pub mod shell;
 pub mod store;
+pub mod system_programs;
 pub mod transcript;
 
 /// Lowercase hex sha256 of `bytes`.

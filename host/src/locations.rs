@@ -111,11 +111,14 @@ pub fn usable_state_dir(dir: PathBuf) -> Option<PathBuf> {
 }
 
 /// The state directory the environment names: `SANDRAIL_STATE_DIR`, else
-/// `$XDG_STATE_HOME/sandrail`, else `~/.local/state/sandrail`.
+/// `$XDG_STATE_HOME/sandrail`, else `~/.local/state/sandrail` — and where the
+/// environment names none (`HOME` emptied), the account's own: an environment
+/// stripped of its variables must not leave sandrail without its records.
 pub fn state_dir_from_env() -> Option<PathBuf> {
     from_env("SANDRAIL_STATE_DIR")
         .or_else(|| from_env("XDG_STATE_HOME").map(|d| d.join("sandrail")))
         .or_else(|| home().map(|h| h.join(".local/state/sandrail")))
+        .or_else(|| account_home().map(|h| h.join(".local/state/sandrail")))
 }
 
 /// The socket the environment names for the system log:
@@ -222,7 +225,8 @@ pub fn cache_dir() -> Option<PathBuf> {
 pub fn cache_dir_repaired(repairs: &mut Vec<String>) -> Option<PathBuf> {
     let dir = from_env("SANDRAIL_CACHE_DIR")
         .or_else(|| from_env("XDG_CACHE_HOME").map(|d| d.join("sandrail")))
-        .or_else(|| home().map(|h| h.join(".cache/sandrail")))?;
+        .or_else(|| home().map(|h| h.join(".cache/sandrail")))
+        .or_else(|| account_home().map(|h| h.join(".cache/sandrail")))?;
     let before = repairs.len();
     let dir = trusted(dir, "compiled-code cache", repairs)?;
     if repairs.len() > before {
@@ -279,9 +283,33 @@ fn trusted(dir: PathBuf, what: &str, repairs: &mut Vec<String>) -> Option<PathBu
     Some(dir)
 }
 
-/// The project a hook runs for: `CLAUDE_PROJECT_DIR`, else the given directory.
+/// The project a hook runs for: `CLAUDE_PROJECT_DIR`, else the given directory,
+/// as [`canonical`].
 pub fn project_dir(fallback: Option<PathBuf>) -> Option<PathBuf> {
-    from_env("CLAUDE_PROJECT_DIR").or(fallback)
+    from_env("CLAUDE_PROJECT_DIR")
+        .or(fallback)
+        .map(|p| canonical(&p))
+}
+
+/// A project's path as one spelling: symbolic links, `.`, `..`, repeated and
+/// trailing slashes resolved, so that `/p/`, `/p/./` and a link to `/p` find the
+/// same accepted policy and the same binding. A path that does not exist is
+/// only made absolute and cleaned.
+pub fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut clean = PathBuf::new();
+        for part in absolute.components() {
+            match part {
+                std::path::Component::CurDir => {}
+                std::path::Component::ParentDir => {
+                    clean.pop();
+                }
+                other => clean.push(other),
+            }
+        }
+        clean
+    })
 }
 
 /// Creates `dir` (and its parents) readable by its owner only: the state holds what
@@ -302,6 +330,19 @@ pub fn open_private_file(path: &Path) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     options.open(path)
+}
+
+/// The home directories whose settings count for a hook: `HOME`, as the
+/// harness reads it, and the account's home from the password database when it
+/// differs, which a `HOME` set for the hook cannot move a guard off.
+pub fn homes() -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = home().into_iter().collect();
+    if let Some(account) = account_home()
+        && !homes.contains(&account)
+    {
+        homes.push(account);
+    }
+    homes
 }
 
 /// The user's home directory, from `HOME`.

@@ -172,16 +172,18 @@ pub fn in_force(
     timeouts: &dyn Fn() -> HookTimeouts,
 ) -> InForce {
     let Some(state) = state else {
+        let timeouts = timeouts();
+        let (config, alert) = stateless(source, project, &timeouts);
         eprintln!(
-            "sandrail: no usable state directory, so this session's policy cannot be kept: the files on disk are judged as they are"
+            "sandrail: no usable state directory, so this session's policy cannot be kept and nothing accepted can be read: the policy on disk is judged only where it adds to the embedded default"
         );
         return InForce {
-            config: from_disk(project),
+            config,
             id: None,
-            alerts: Vec::new(),
+            alerts: alert.into_iter().collect(),
             transcript: None,
             started: true,
-            timeouts: timeouts(),
+            timeouts,
         };
     };
     let blobs = Blobs::new(state);
@@ -204,6 +206,36 @@ pub fn in_force(
         ),
     }
     started(&blobs, record, alerts)
+}
+
+/// The policy of an event with no state directory to keep or read policies in:
+/// as for a project with nothing accepted, the policy on disk where it only adds
+/// to the embedded default (root's as it is, in managed mode), else the embedded
+/// default and why. Losing the state directory must not make the files on disk
+/// judge unchecked.
+fn stateless(
+    source: &Source,
+    project: Option<&Path>,
+    timeouts: &HookTimeouts,
+) -> (Config, Option<String>) {
+    let located = source.locate(project);
+    let captured = capture_located(&located, None);
+    let decision = match (source, &captured.config) {
+        (Source::Managed(_), _) => decide_managed(&captured),
+        (Source::Project, Ok(config)) => first_policy(&captured, config, timeouts),
+        (Source::Project, Err(why)) => Decision::Default(format!("cannot be used ({why})")),
+    };
+    match (decision, captured.config) {
+        (Decision::Take(_), Ok(config)) => (config, None),
+        (Decision::Default(why), _) => (
+            embedded(),
+            Some(format!(
+                "sandrail: {} {why}, and with no usable state directory nothing a person accepted can be read: the embedded default is in force",
+                captured.manifest.origin()
+            )),
+        ),
+        _ => (embedded(), None),
+    }
 }
 
 /// The session's first event: its policy as started, with what the person must

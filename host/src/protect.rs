@@ -70,9 +70,13 @@ const LEGACY_REGISTRATIONS_DIR: &str = "protect";
 
 /// Environment a settings file may give hooks that changes which policy and
 /// state sandrail reads, or whether it may fail open: the agent may not add,
-/// change or drop any of it.
+/// change or drop any of it. `HOME` and the XDG directories decide where
+/// sandrail looks for its state and compiled code when no `SANDRAIL_*` names
+/// them, and `PATH` which programs a hook finds.
 fn is_guarded_env(name: &str) -> bool {
-    name.starts_with("SANDRAIL_") || name == "CLAUDE_PROJECT_DIR"
+    name.starts_with("SANDRAIL_")
+        || name.starts_with("XDG_")
+        || matches!(name, "CLAUDE_PROJECT_DIR" | "HOME" | "PATH")
 }
 
 /// What this process must not let the agent change.
@@ -147,7 +151,7 @@ impl Protected {
         }
         // `HOME` as the harness reads it, and the account's own home, which
         // a `HOME` set for the hook cannot move the guard off.
-        for home in homes() {
+        for home in crate::locations::homes() {
             for file in HOOK_SETTINGS.iter().chain(HOME_ONLY_HOOK_SETTINGS) {
                 add(home.join(file), "the harness's hook settings".into());
             }
@@ -484,20 +488,12 @@ fn claude_settings(project: Option<&Path>) -> Vec<PathBuf> {
     CLAUDE_SETTINGS
         .iter()
         .flat_map(|f| project.map(|p| p.join(f)))
-        .chain(homes().into_iter().map(|h| h.join(".claude/settings.json")))
+        .chain(
+            crate::locations::homes()
+                .into_iter()
+                .map(|h| h.join(".claude/settings.json")),
+        )
         .collect()
-}
-
-/// The home directories whose settings count: `HOME`, and the account's home
-/// from the password database when it differs.
-fn homes() -> Vec<PathBuf> {
-    let mut homes: Vec<PathBuf> = crate::locations::home().into_iter().collect();
-    if let Some(account) = crate::locations::account_home()
-        && !homes.contains(&account)
-    {
-        homes.push(account);
-    }
-    homes
 }
 
 fn read_settings(path: &Path) -> Option<Value> {

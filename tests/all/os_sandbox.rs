@@ -833,3 +833,44 @@ sys.exit(os.waitstatus_to_exitcode(status))
     let run = project.hook(&bash("s-pty", "git push --force origin main"));
     assert!(run.deny_reason().is_some(), "{}", run.stderr());
 }
+
+/// A hook runs outside the sandbox, so a program it runs from `PATH` must not
+/// be one the sandboxed agent could have put there: a `git` planted in a
+/// directory others can write, first on `PATH`, is not run when a command
+/// makes the hook look up a branch; the system's own is.
+#[test]
+fn the_hook_runs_no_program_from_a_directory_the_agent_can_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = Project::new();
+    git_in(&project.dir(), &["init", "-q", "-b", "main"]);
+    git_in(
+        &project.dir(),
+        &["commit", "-q", "--allow-empty", "-m", "start"],
+    );
+    let planted = project.root.path().join("planted-bin");
+    std::fs::create_dir(&planted).expect("dir");
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let marker = project.root.path().join("escaped");
+    let git = planted.join("git");
+    std::fs::write(
+        &git,
+        format!(
+            "#!/bin/sh\ntouch {}\nexec /usr/bin/git \"$@\"\n",
+            marker.display()
+        ),
+    )
+    .expect("plant");
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut path = vec![planted];
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let mut cmd = project.cmd();
+    cmd.env("PATH", std::env::join_paths(path).expect("PATH"));
+    let mut renamed: Value =
+        serde_json::from_slice(&bash("s1", "git branch -M main other")).expect("json");
+    renamed["cwd"] = json!(project.dir());
+    let run = project.hook_with(cmd, renamed.to_string().as_bytes());
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert!(!marker.exists(), "the planted git ran outside the sandbox");
+}

@@ -643,6 +643,10 @@ fn config_change_cannot_steer_sandrails_environment() {
         ("SANDRAIL_STATE_DIR", json!("/tmp/elsewhere")),
         ("SANDRAIL_CONFIG", json!("/tmp/mine.toml")),
         ("SANDRAIL_SERVE_REQUIRED", json!("0")),
+        // With none of sandrail's own set, these decide where it looks.
+        ("HOME", json!("")),
+        ("XDG_STATE_HOME", json!("/tmp/fresh")),
+        ("XDG_CACHE_HOME", json!("/tmp/planted")),
     ] {
         let mut steered = base.clone();
         steered["env"][key] = value;

@@ -505,6 +505,39 @@ fn a_state_directory_moved_by_the_environment_is_not_a_fresh_start() {
         run.stderr()
     );
 
+    // An environment stripped of the variables that name a state directory
+    // (`HOME` emptied too) still finds the project's bound records: the
+    // loosened config on disk is held, not judged unchecked.
+    let mut stripped = project.cmd();
+    stripped.env("SANDRAIL_STATE_DIR", "").env("HOME", "");
+    let run = project.hook_with(stripped, &bash("s5", "git push --force origin main"));
+    assert!(
+        force_push_refused(&run),
+        "{} / {}",
+        run.stdout(),
+        run.stderr()
+    );
+
+    // The project spelled another way (a trailing `/.`, a link to it) is the
+    // same project, bound as it is.
+    let link = project.root.path().join("link");
+    std::os::unix::fs::symlink(project.dir(), &link).expect("link");
+    for (session, alias) in [("s6", project.dir().join(".")), ("s7", link)] {
+        let mut cmd = project.cmd();
+        cmd.env("CLAUDE_PROJECT_DIR", &alias).env(
+            "SANDRAIL_STATE_DIR",
+            project.root.path().join("alias-state"),
+        );
+        let run = project.hook_with(cmd, &bash(session, "git push --force origin main"));
+        assert!(force_push_refused(&run));
+        assert!(
+            told(&run).contains("those are used"),
+            "{}: {}",
+            alias.display(),
+            told(&run)
+        );
+    }
+
     // The system log moved the same way: the receipt still reaches the
     // project's own, so cutting the file back is caught against it.
     let mut cmd = project.cmd();

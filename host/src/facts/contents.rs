@@ -5,8 +5,7 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The largest patch read; a larger one is not looked into.
 const MAX_PATCH_BYTES: u64 = 4 << 20;
@@ -15,8 +14,6 @@ const MAX_ENTRIES: usize = 1 << 16;
 /// How long listing the archives of one line may take in all before the rest
 /// are given up (each then lists only the directory it writes into).
 pub const LISTING_BUDGET: Duration = Duration::from_secs(2);
-/// The most output of a listing read.
-const MAX_LISTING_BYTES: u64 = 4 << 20;
 
 /// The files a patch file changes, with `strip` leading components removed from
 /// each (`-p1`); with `strip` unknown (`patch` without `-p`), both the path as
@@ -95,15 +92,16 @@ pub fn archive_entries(file: &Path, zip: bool, deadline: Duration) -> Option<Vec
         return None;
     }
     let mut command = if zip {
-        let mut command = Command::new("unzip");
+        let mut command = crate::system_programs::command("unzip")?;
         command.arg("-Z1").arg(file);
         command
     } else {
-        let mut command = Command::new("tar");
+        let mut command = crate::system_programs::command("tar")?;
         command.arg("-tf").arg(file);
         command
     };
-    let listing = run_within(&mut command, deadline)?;
+    let ran = crate::system_programs::run_within(&mut command, deadline)?;
+    let listing = (ran.code == Some(0)).then_some(ran.stdout)?;
     Some(
         listing
             .lines()
@@ -112,43 +110,6 @@ pub fn archive_entries(file: &Path, zip: bool, deadline: Duration) -> Option<Vec
             .map(|entry| entry.trim_start_matches("./").to_owned())
             .collect(),
     )
-}
-
-/// A command's standard output, when it succeeds before `deadline`; killed past
-/// it.
-fn run_within(command: &mut Command, deadline: Duration) -> Option<String> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let stdout = child.stdout.take()?;
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        stdout
-            .take(MAX_LISTING_BYTES)
-            .read_to_end(&mut out)
-            .map(|_| out)
-    });
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() < deadline => {
-                std::thread::sleep(Duration::from_millis(2))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    };
-    let out = reader.join().ok()?.ok()?;
-    status
-        .success()
-        .then(|| String::from_utf8_lossy(&out).into_owned())
 }
 
 #[cfg(test)]

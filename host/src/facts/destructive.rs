@@ -1265,27 +1265,23 @@ fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
 
 /// Whether `name` is a branch of the repository at `cwd` other than the one
 /// checked out (renaming the current branch onto itself changes nothing). Unknown
-/// (no cwd, git cannot run) counts as existing.
+/// (no cwd, no git of the system's, git too slow) counts as existing.
 fn existing_branch(cwd: Option<&Path>, name: &str) -> bool {
+    /// A repository's git asked about a branch answers at once, or not at all.
+    const GIT_DEADLINE: std::time::Duration = std::time::Duration::from_millis(500);
     let Some(cwd) = cwd else {
         return true;
     };
     let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(cwd)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
+        let mut command = crate::system_programs::command("git")?;
+        command.arg("-C").arg(cwd).args(args);
+        crate::system_programs::run_within(&mut command, GIT_DEADLINE)
     };
     let reference = format!("refs/heads/{name}");
     match git(&["show-ref", "--verify", "--quiet", &reference]) {
-        Ok(out) if out.status.code() == Some(1) => false,
-        Ok(out) if out.status.success() => git(&["symbolic-ref", "--quiet", "HEAD"])
-            .map_or(true, |head| {
-                String::from_utf8_lossy(&head.stdout).trim() != reference
-            }),
+        Some(ran) if ran.code == Some(1) => false,
+        Some(ran) if ran.code == Some(0) => git(&["symbolic-ref", "--quiet", "HEAD"])
+            .is_none_or(|head| head.stdout.trim() != reference),
         _ => true,
     }
 }

@@ -69,7 +69,7 @@ fn registered(project: Option<&Path>, harness: Harness) -> BTreeMap<EventKind, D
         files.push(project.join(settings.file));
         files.extend(settings.also.iter().map(|f| project.join(f)));
     }
-    for home in homes() {
+    for home in crate::locations::homes() {
         files.extend(settings.in_home.iter().map(|f| home.join(f)));
     }
     if harness == Harness::Claude {
@@ -92,14 +92,4 @@ fn registered(project: Option<&Path>, harness: Harness) -> BTreeMap<EventKind, D
         }
     }
     found
-}
-
-fn homes() -> Vec<PathBuf> {
-    let mut homes: Vec<PathBuf> = crate::locations::home().into_iter().collect();
-    if let Some(account) = crate::locations::account_home()
-        && !homes.contains(&account)
-    {
-        homes.push(account);
-    }
-    homes
 }

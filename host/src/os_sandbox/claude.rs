@@ -48,7 +48,7 @@ pub const EVERYDAY_WRITES: &[(&str, Option<&str>)] = &[
     ("~/.gradle/caches", Some("gradle")),
     ("~/.gradle/wrapper", Some("gradle")),
     ("~/.bun/install/cache", Some("bun")),
-    ("~/.local/share/pnpm", Some("pnpm")),
+    ("~/.local/share/pnpm/store", Some("pnpm")),
 ];
 
 /// Makes the caches of the tools found on `PATH` under `home`, so that the
