@@ -46,7 +46,9 @@ fn main() {
         .max(10);
     let cold_runs = (runs / 10).max(5);
     let scratch = tempfile::tempdir().expect("temp dir");
-    let dir = scratch.path();
+    // As the hook resolves a project's path, so that its bindings are found.
+    let dir = &std::fs::canonicalize(scratch.path()).expect("temp dir");
+    let _bindings = Bindings(dir);
     // Receipts go to a system log, as on a machine with journald: a socket that
     // is read, so each hook pays for its datagram as it would there.
     let _syslog = listen_as_syslog(&dir.join("syslog.sock"));
@@ -163,13 +165,14 @@ fn main() {
         row(name, s, &floor);
     }
     // Escalation state: each force push is counted before it is refused.
+    let escalating_state = dir.join("escalating-state");
     let escalating = project_with(
         dir,
+        &escalating_state,
         "escalating",
         "[[guardrail]]\nname = \"no-destructive-git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n[guardrail.enforcement]\ndefault_level = \"nudge\"\nescalation = [{ after = 3, level = \"hard_block\" }]\n",
     );
     let force_push = pre_tool_use("Bash", serde_json::json!({"command": "git push --force"}));
-    let escalating_state = dir.join("escalating-state");
     let escalated = Stats::of(
         (0..runs)
             .map(|_| {
@@ -185,9 +188,11 @@ fn main() {
             })
             .collect(),
     );
-    // 10,000 idle sessions beside the one in use.
+    // 10,000 idle sessions beside the one in use, in a project of their own: a
+    // project keeps the state directory it was first seen with.
     let idle_state = dir.join("idle-state");
-    let project = dir.join("project");
+    let project = dir.join("idle-project");
+    std::fs::create_dir_all(&project).expect("idle project");
     spawn_in(
         SANDRAIL,
         &write_payload,
@@ -294,6 +299,7 @@ fn main() {
     );
     let contracts = project_with(
         dir,
+        &state,
         "contracts",
         "[[guardrail]]\nname = \"contracts\"\nsource = \"builtin:contracts\"\nevents = [\"PreToolUse\"]\n[[guardrail.config.rules]]\nname = \"no-secrets-out\"\nwhen = \"tool.is_egress\"\nrequire = \"!tool.touches_secret\"\n[[guardrail.config.rules]]\nname = \"no-destructive\"\nrequire = \"!tool.is_destructive\"\n",
     );
@@ -313,8 +319,10 @@ fn main() {
 
     // A Stop late in a long session: the transcript is read on from the session's
     // bookmark, so once it has been read its size should cost next to nothing.
+    let stop_state = dir.join("stop-state");
     let stop_project = project_with(
         dir,
+        &stop_state,
         "stop",
         "[[guardrail]]\nname = \"destructive-commands\"\nsource = \"builtin:destructive-commands\"\nevents = [\"Stop\"]\n",
     );
@@ -331,7 +339,6 @@ fn main() {
             "stop_hook_active": false,
         })
         .to_string();
-        let stop_state = dir.join(format!("stop-state-{mib}"));
         let stop_run = || {
             spawn_in(
                 SANDRAIL,
@@ -354,8 +361,10 @@ fn main() {
 
     // A cycle kept: each finished Write is hashed and goes into the span, and a
     // context observes it (the bundled pair, as the README configures it).
+    let cycle_state = dir.join("cycle-state");
     let cycle_project = project_with(
         dir,
+        &cycle_state,
         "cycle",
         "[[guardrail]]\nname = \"tag-declared\"\nsource = \"builtin:tag-declared\"\nkind = \"context\"\nevents = [\"PostToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\ntag = \"research\"\n[[guardrail]]\nname = \"verify-artifact-produced\"\nsource = \"builtin:verify-artifact-produced\"\nevents = [\"Stop\"]\nrequires = [\"tag-declared\"]\n[guardrail.config]\nartifact_glob = \"reports/*.md\"\n",
     );
@@ -372,7 +381,6 @@ fn main() {
         "tool_response": {"success": true},
     })
     .to_string();
-    let cycle_state = dir.join("cycle-state");
     let cycle_run = Stats::of(
         (0..runs)
             .map(|_| {
@@ -431,14 +439,13 @@ fn main() {
         "{:<30} {:>9} {:>8} {:>8} {:>9} {:>11} {:>11} {:>9}",
         "case", "wall", "allowed", "refused", "timeouts", "wait p50", "wait max", "stored"
     );
-    let project = project_with(
-        dir,
-        "parallel",
-        "[[guardrail]]\nname = \"session-budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\nlimit = 60\n",
-    );
+    let budget = "[[guardrail]]\nname = \"session-budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\nlimit = 60\n";
     for (name, sessions) in [("200 on one session", 1), ("200 over 20 sessions", 20)] {
         for round in 0..3 {
+            // A project per round: each starts from no state.
             let state = dir.join(format!("parallel-state-{sessions}-{round}"));
+            let project =
+                project_with(dir, &state, &format!("parallel-{sessions}-{round}"), budget);
             let payloads: Vec<String> = (0..200)
                 .map(|i| {
                     let mut p: serde_json::Value =
@@ -461,7 +468,9 @@ fn main() {
             );
         }
     }
-    served_parallel(dir, &warm_cache, &project, &write_payload);
+    let state = dir.join("served-parallel-state");
+    let project = project_with(dir, &state, "served-parallel", budget);
+    served_parallel(dir, &warm_cache, &project, &state, &write_payload);
 }
 
 /// Fails the run when a ratio to the floor is past its bound: a large
@@ -514,6 +523,7 @@ fn guardrail_counts(dir: &Path, cache: &Path, payload: &str, floor: &Stats, runs
     ] {
         let project = project_with(
             dir,
+            &state,
             &format!("counts-{matching}-{idle}"),
             &many_guardrails(matching, idle),
         );
@@ -558,6 +568,7 @@ fn component_costs(dir: &Path, payload: &str, floor: &Stats, runs: usize) {
         let size = std::fs::metadata(&path).expect("component").len();
         let project = project_with(
             dir,
+            &state,
             &format!("component-{name}"),
             &format!(
                 "[[guardrail]]\nname = \"{name}\"\nsource = {:?}\nevents = [\"PreToolUse\"]\n",
@@ -661,9 +672,8 @@ fn serve_clients(dir: &Path, cache: &Path, payload: &str, runs: usize) {
 
 /// 200 requests at once to one server, all on one session: the same limit
 /// must hold as for 200 hook processes.
-fn served_parallel(dir: &Path, cache: &Path, project: &Path, write_payload: &str) {
-    let state = dir.join("served-parallel-state");
-    let mut server = Server::start(dir, cache, &state);
+fn served_parallel(dir: &Path, cache: &Path, project: &Path, state: &Path, write_payload: &str) {
+    let mut server = Server::start(dir, cache, state);
     server.project = project.to_path_buf();
     let mut p: serde_json::Value = serde_json::from_str(write_payload).expect("payload");
     p["session_id"] = "served-parallel".into();
@@ -832,12 +842,85 @@ fn parallel(payloads: &[String], project: &Path, state: &Path, cache: &Path) -> 
     }
 }
 
-/// A project directory `name` in `dir` holding `config` as its sandrail.toml.
-fn project_with(dir: &Path, name: &str, config: &str) -> std::path::PathBuf {
+/// A project directory `name` in `dir` holding `config` as its sandrail.toml,
+/// accepted as a person accepts it (`sandrail trust` at a terminal) with `state`
+/// as its state directory: a config that loosens the embedded default is
+/// otherwise held, and the default judged in its place.
+fn project_with(dir: &Path, state: &Path, name: &str, config: &str) -> std::path::PathBuf {
     let project = dir.join(name);
     std::fs::create_dir_all(&project).expect("project dir");
     std::fs::write(project.join("sandrail.toml"), config).expect("project config");
+    trust_at_terminal(&project, state);
     project
+}
+
+/// `sandrail trust` on a pseudo-terminal (util-linux's `script` makes one),
+/// typing the code its prompt shows.
+fn trust_at_terminal(project: &Path, state: &Path) {
+    use std::io::Read;
+    let mut child = Command::new("script")
+        .args([
+            "-q",
+            "-e",
+            "-c",
+            &format!("'{SANDRAIL}' trust"),
+            "/dev/null",
+        ])
+        .current_dir(project)
+        .env("SANDRAIL_STATE_DIR", state)
+        .env("CLAUDE_PROJECT_DIR", project)
+        .env("SANDRAIL_SYSLOG_SOCKET", syslog())
+        .env_remove("SANDRAIL_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn script (util-linux)");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut printed = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&printed).contains(" to confirm: ") {
+        match stdout.read(&mut byte) {
+            Ok(1) => printed.push(byte[0]),
+            _ => panic!(
+                "sandrail trust showed no prompt: {}",
+                String::from_utf8_lossy(&printed)
+            ),
+        }
+    }
+    let text = String::from_utf8_lossy(&printed).into_owned();
+    let before = &text[..text.rfind(" to confirm: ").expect("prompt")];
+    let code = before.rsplit(' ').next().unwrap_or_default();
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(format!("{code}\n").as_bytes())
+        .expect("type the code");
+    let mut rest = String::new();
+    let _ = stdout.read_to_string(&mut rest);
+    let status = child.wait().expect("wait for trust");
+    assert!(
+        status.success(),
+        "sandrail trust failed in {}: {text}{rest}",
+        project.display()
+    );
+}
+
+/// Removes, when dropped, the bindings of the projects in `dir` to their state
+/// directories: they live under the account's home, where no variable moves
+/// them, and the benchmark leaves none behind.
+struct Bindings<'a>(&'a Path);
+
+impl Drop for Bindings<'_> {
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir(self.0) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if let Some(record) = sandrail::locations::binding::record_of(&entry.path()) {
+                let _ = std::fs::remove_file(record);
+            }
+        }
+    }
 }
 
 /// One line of the latency table.
