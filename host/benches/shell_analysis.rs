@@ -52,7 +52,12 @@ fn main() {
         let mut times: Vec<f64> = (0..runs.max(5))
             .map(|_| {
                 let started = Instant::now();
-                let facts = sandrail::facts::derive(&input, &patterns, None);
+                let facts = sandrail::facts::derive(
+                    &input,
+                    &patterns,
+                    None,
+                    Some(std::path::Path::new("/home/dev/project")),
+                );
                 std::hint::black_box(&facts);
                 started.elapsed().as_secs_f64() * 1e3
             })

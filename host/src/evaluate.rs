@@ -90,7 +90,12 @@ pub fn evaluate(
 
     // The turn and the facts need no state: worked out before the session is held,
     // so that holding it costs only the guardrails' calls and the commit.
-    let mut facts = crate::facts::derive(input, &config.patterns, config.mandate.as_ref());
+    let mut facts = crate::facts::derive(
+        input,
+        &config.patterns,
+        config.mandate.as_ref(),
+        dirs.project.as_deref(),
+    );
     let turn = transcript::of_event(input, dirs.state.as_deref());
     if let Some(turn) = &turn {
         facts.set_turn(turn);

@@ -21,7 +21,9 @@
 pub mod case;
 mod contents;
 mod destructive;
+pub mod packs;
 pub mod patterns;
+pub mod places;
 pub mod schema;
 mod tool;
 
@@ -196,10 +198,16 @@ impl Facts {
 }
 
 /// Derives the facts that need no state: `tool`, `env`, `platform`, `mandate`.
-pub fn derive(input: &HookInput, patterns: &Patterns, mandate: Option<&Mandate>) -> Facts {
+/// `project` is where the call's deletions are judged from (see [`places`]).
+pub fn derive(
+    input: &HookInput,
+    patterns: &Patterns,
+    mandate: Option<&Mandate>,
+    project: Option<&std::path::Path>,
+) -> Facts {
     let mut document = Map::new();
     let mut changes = Changes::default();
-    if let Some((tool, changed)) = tool::derive(input, patterns) {
+    if let Some((tool, changed)) = tool::derive(input, patterns, project) {
         document.insert("tool".into(), Value::Object(tool));
         changes = changed;
     }

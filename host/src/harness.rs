@@ -18,6 +18,7 @@ mod cursor;
 mod gemini;
 pub mod settings;
 pub mod timeouts;
+pub mod typed;
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -135,7 +135,21 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine, started: Instant)
     {
         protect::remember_registrations(state, project.as_deref());
     }
+    // Copilot's `write_bash`: judged as the line the shell assembles.
+    let (input, typed) = match dirs
+        .state
+        .as_deref()
+        .and_then(|state| crate::harness::typed::join(&input, state))
+    {
+        Some((joined, pending)) => (joined, Some(pending)),
+        None => (input, None),
+    };
     let mut decision = evaluate::evaluate(&input, &config, &dirs, engine, deadline);
+    if let Some(pending) = &typed
+        && decision.refusals.is_empty()
+    {
+        crate::harness::typed::keep(pending);
+    }
     decision.alerts.splice(0..0, trail.alerts);
     let judged = !decision.trace.guardrails.is_empty()
         || decision.trace.host_refused

@@ -217,7 +217,7 @@ impl Protected {
             // A glob (`find . -name X -delete`, `> sandrail.t*`): whatever it can
             // match.
             if path.contains(['*', '?', '['])
-                && let Some(what) = self.glob_reaches(&spelled, &resolved)
+                && let Some(what) = self.glob_reaches(&spelled, &resolved, change.removes)
             {
                 return Some(refused(&change.path, &what));
             }
@@ -267,8 +267,16 @@ impl Protected {
 
 impl Protected {
     /// What protected a glob of changed paths could match: a protected name in
-    /// its last part, or a protected path.
-    fn glob_reaches(&self, glob: &Path, resolved: &[Option<PathBuf>]) -> Option<String> {
+    /// its last part, or a protected path. A deletion (`rm -rf dist/*`) reaches
+    /// a config only where one is: a directory spelt out is looked in, one that is
+    /// itself a pattern could hold any. (A write through a glob that matches
+    /// nothing creates a file of that literal name; still refused.)
+    fn glob_reaches(
+        &self,
+        glob: &Path,
+        resolved: &[Option<PathBuf>],
+        removes: bool,
+    ) -> Option<String> {
         let text = glob.to_string_lossy();
         let build = |pattern: &str| {
             globset::GlobBuilder::new(pattern)
@@ -279,9 +287,16 @@ impl Protected {
                 .map(|g| g.compile_matcher())
         };
         let matcher = build(&text)?;
-        let last = text.rsplit('/').next().unwrap_or(&text);
+        let (dir, last) = text.rsplit_once('/').unwrap_or(("", &text));
+        let could_hold = |name: &str| {
+            !removes
+                || dir.contains(['*', '?', '['])
+                || Path::new(dir).join(name).symlink_metadata().is_ok()
+        };
         if let Some(name_matcher) = build(last)
-            && let Some(name) = PROTECTED_NAMES.iter().find(|n| name_matcher.is_match(n))
+            && let Some(name) = PROTECTED_NAMES
+                .iter()
+                .find(|n| name_matcher.is_match(n) && could_hold(n))
         {
             return Some(format!("every sandrail config and lock file (here {name})"));
         }

@@ -13,6 +13,7 @@
 //! (see [`embedded`]). Words the shell assembles are resolved where they can be:
 //! `r''m`, `$'\x72\x6d'`, a variable assigned earlier on the line.
 
+pub mod cmd;
 mod embedded;
 pub mod powershell;
 pub mod printed;
@@ -21,6 +22,7 @@ mod wrappers;
 use std::path::{Path, PathBuf};
 
 pub use embedded::Script;
+pub(crate) use embedded::interpreter_code;
 pub use wrappers::runs_stdin;
 
 /// Deepest nesting of substitutions and inline scripts followed. A command line
@@ -169,7 +171,37 @@ struct Variables {
     /// The script files followed, each once per line, and their bytes.
     followed: std::collections::HashSet<PathBuf>,
     followed_bytes: u64,
+    /// Aliases the line defined (`alias gr='git reset --hard'`).
+    aliases: Vec<(String, String)>,
 }
+
+/// Variables whose value is a command a program runs in a shell: editors,
+/// pagers, git's ssh command and external diff.
+const COMMAND_VARIABLES: &[&str] = &[
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "EDITOR",
+    "VISUAL",
+    "GIT_PAGER",
+    "PAGER",
+    "GIT_SSH_COMMAND",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+];
+
+/// The values of a command's leading assignments to [`COMMAND_VARIABLES`].
+fn command_variables(argv: &[String]) -> Vec<String> {
+    argv.iter()
+        .take_while(|w| is_assignment(w))
+        .filter_map(|w| w.split_once('='))
+        .filter(|(name, value)| COMMAND_VARIABLES.contains(name) && !value.is_empty())
+        .map(|(_, value)| value.to_owned())
+        .collect()
+}
+
+/// At most this many aliases are remembered for a line.
+const MAX_ALIASES: usize = 64;
 
 /// The POSIX-family shells: their scripts are read with this grammar and
 /// followed, and what they are fed on their input is their script.
@@ -224,6 +256,25 @@ impl Variables {
     /// `export`/`declare`/`local`/`readonly`/`typeset` (`export D=/`).
     fn record(&mut self, command: &Command) {
         let argv = &command.argv;
+        // `for d in /a /b; do rm -rf "$d"; done`: the loop's variable stands for
+        // every word it takes.
+        if let [first, name, keyword, words @ ..] = argv.as_slice()
+            && first == "for"
+            && keyword == "in"
+            && is_name(name)
+            && (self.values.len() < MAX_VARIABLES || self.values.contains_key(name))
+        {
+            let words: Vec<&str> = words
+                .iter()
+                .map(|w| w.trim_end_matches(';'))
+                .take_while(|w| *w != "do" && !w.is_empty())
+                .collect();
+            let value = words.join(" ");
+            if value.len() <= MAX_VARIABLE_LEN {
+                self.values.insert(name.clone(), value);
+            }
+            return;
+        }
         let assignments = match argv.first().map(String::as_str) {
             Some("export" | "declare" | "local" | "readonly" | "typeset") => argv[1..]
                 .iter()
@@ -262,6 +313,38 @@ impl Variables {
                 self.values.insert(name.to_owned(), value.to_owned());
             }
         }
+    }
+
+    /// Records `alias NAME=VALUE …`.
+    fn record_aliases(&mut self, argv: &[String]) {
+        if argv.first().map(String::as_str) != Some("alias") {
+            return;
+        }
+        for word in &argv[1..] {
+            if let Some((name, value)) = word.split_once('=')
+                && !name.is_empty()
+                && value.len() <= MAX_VARIABLE_LEN
+                && self.aliases.len() < MAX_ALIASES
+            {
+                self.aliases.push((name.to_owned(), value.to_owned()));
+            }
+        }
+    }
+
+    /// The text a command runs when its program is an alias the line defined:
+    /// the alias's value, then the command's words, quoted. Each alias is
+    /// expanded once per command, as the shell does.
+    fn aliased(&self, argv: &[String]) -> Option<String> {
+        let first = argv.first()?;
+        let (_, value) = self.aliases.iter().rev().find(|(name, _)| name == first)?;
+        let mut text = value.clone();
+        for word in &argv[1..] {
+            text.push_str(" '");
+            text.push_str(&word.replace('\'', "'\\''"));
+            text.push('\'');
+        }
+        // An alias naming itself (`alias ls='ls -l'`) runs the program.
+        (value.split_whitespace().next() != Some(first.as_str())).then_some(text)
     }
 
     /// Remembers the text a printer writes into a file (`>` replaces, `>>`
@@ -506,8 +589,19 @@ fn collect(
     let mut scripts_too_deep = false;
     let mut on_command = |mut command: Command| {
         variables.record(&command);
+        variables.record_aliases(&command.argv);
+        // `GIT_EDITOR='…' git commit`: a variable naming a command the program
+        // runs in a shell.
+        for value in command_variables(&command.argv) {
+            scripts_too_deep |= depth >= MAX_DEPTH || collect(&value, depth + 1, variables, out);
+        }
         command.argv = expand_braces(command.argv);
         let (argv, args_from_stdin) = unwrap(variables.resolve(command.argv));
+        // `alias gr='git reset --hard'; gr`: an alias the line defined runs its
+        // text with the command's words after it.
+        if let Some(text) = variables.aliased(&argv) {
+            scripts_too_deep |= depth >= MAX_DEPTH || collect(&text, depth + 1, variables, out);
+        }
         // `f=sandrail.toml; echo x > $f`: a redirection's target is a word too.
         for redirect in &mut command.redirects {
             if redirect.target.contains('$') {

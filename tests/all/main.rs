@@ -14,6 +14,7 @@ mod contracts;
 mod cycles;
 mod dcg_corpus;
 mod deadlines;
+mod destructive;
 mod dotforge;
 mod escalation;
 mod events;

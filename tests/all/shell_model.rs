@@ -358,10 +358,19 @@ fn gits_own_ways_are_refused() {
         ("git gc", None),
     ];
     assert_table_in(&project, table, Some(&project.dir()));
-    // Where the repository cannot be read, a rename is taken to be over a branch.
+    // Where the repository cannot be read, a rename is taken to be over a branch;
+    // where there is none, there is no branch to lose.
+    let broken = project.dir().join("broken");
+    std::fs::create_dir_all(&broken).expect("mkdir");
+    std::fs::write(broken.join(".git"), "not a gitdir").expect("write .git");
     assert_eq!(
-        reason(&project, "git branch -M trunk").as_deref(),
+        reason_in(&project, "git branch -M trunk", Some(&broken)).as_deref(),
         Some("branch-force-delete")
+    );
+    let bare = tempfile::tempdir().expect("temp dir");
+    assert_eq!(
+        reason_in(&project, "git branch -M trunk", Some(bare.path())).as_deref(),
+        None
     );
     // Through the hook: the embedded default refuses with its message.
     let run = project.hook(&bash("sess-git", "git stash clear"));
@@ -461,7 +470,7 @@ fn deletions_and_disks_however_spelled() {
         ("truncate -s 0 ~/.bash_history", Some("history-clear")),
         ("perl -e 'fork while 1'", Some("fork-bomb")),
         // Look-alikes.
-        ("rm -rf ../build", None),
+        ("rm -rf ../build", Some("delete-outside-project")),
         ("cd sub && rm -rf ../build", None),
         ("rm -rf ./node_modules", None),
         ("rm -rf ~/.cache/pip", None),

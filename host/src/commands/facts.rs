@@ -25,7 +25,12 @@ pub fn run(session: Option<String>) -> anyhow::Result<ExitCode> {
             .or_else(|| std::env::current_dir().ok()),
     );
     let config = Config::discover(project.as_deref())?;
-    let mut document = facts::derive(&input, &config.patterns, config.mandate.as_ref());
+    let mut document = facts::derive(
+        &input,
+        &config.patterns,
+        config.mandate.as_ref(),
+        project.as_deref(),
+    );
     // Read from the start: a look must not move the session's bookmark.
     if let Some(turn) = sandrail::transcript::of_event(&input, None) {
         document.set_turn(&turn);

@@ -14,11 +14,16 @@
 //! name the shell computes (`$(which git)`, an unset `$X`) is judged as every
 //! program it could be.
 
+pub(super) mod deletion;
+
 use std::borrow::Cow;
 use std::path::Path;
 
 use super::patterns::{DOWNLOADERS, Patterns, SHELLS};
+use super::places::Reach;
 use crate::shell::{self, Command, RedirectKind};
+
+use deletion::FILE_SHRED;
 
 /// Why a command is destructive: the `destructive_reason` fact.
 pub type Reason = Cow<'static, str>;
@@ -40,6 +45,8 @@ const REF_DELETE: &str = "ref-delete";
 const DISCARD_CHANGES: &str = "discard-changes";
 const STASH_DROP: &str = "stash-drop";
 const HISTORY_REWRITE: &str = "history-rewrite";
+const BOOT_CONFIG: &str = "boot-config";
+const BACKUP_DELETE: &str = "backup-delete";
 pub const UNANALYSABLE: &str = "unanalysable";
 
 /// Git options that come before the subcommand and take a separate value.
@@ -120,13 +127,16 @@ pub struct Line {
     /// Where the line runs, when known: `git branch -M` is destructive only over
     /// an existing branch of that repository.
     cwd: Option<std::path::PathBuf>,
+    /// The project and the places a deletion may reach.
+    reach: Reach,
 }
 
 impl Line {
-    /// A line that runs in `cwd`, when it is known.
-    pub fn in_dir(cwd: Option<&Path>) -> Line {
+    /// A line that runs in `cwd`, when it is known, judged against `reach`.
+    pub fn new(cwd: Option<&Path>, reach: Reach) -> Line {
         Line {
             cwd: cwd.map(Path::to_path_buf),
+            reach,
             ..Line::default()
         }
     }
@@ -135,7 +145,7 @@ impl Line {
 /// The first destructive command in a POSIX shell command line.
 pub fn find(command_line: &str, patterns: &Patterns) -> Option<Reason> {
     let mut found = None;
-    let mut line = Line::default();
+    let mut line = Line::new(None, Reach::new(None, patterns.deletion_scope()));
     let too_deep = shell::visit(command_line, &mut |command| {
         if found.is_none() {
             found = judge(&command, patterns, &mut line);
@@ -217,6 +227,10 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
         line.in_critical_directory = target.is_none_or(|d| reaches_critical(d, cwd));
         // Later relative paths are from there.
         line.cwd = match target {
+            // `Set-Location D:\old`: a Windows directory, as a path from the root.
+            Some(dir) if dir.as_bytes().get(1) == Some(&b':') => {
+                Some(std::path::PathBuf::from(dir.replace('\\', "/")))
+            }
             Some(dir) => absolute(dir, cwd).map(std::path::PathBuf::from),
             None => home().map(std::path::PathBuf::from),
         };
@@ -255,8 +269,26 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
         for feeder in command.fed_by.iter().map(|f| shell::feeder(f)) {
             // A printer's words, options included (`xargs git push <<< -f`);
             // another's operands.
+            let lister = feeder
+                .first()
+                .map(|p| shell::program(p).to_ascii_lowercase());
             match shell::printed::words(&feeder) {
                 Some(words) => argv.extend(words),
+                // `find . -name '*.o' | xargs rm`: what a lister lists lies
+                // under where it starts.
+                None if lister.as_deref().is_some_and(|p| {
+                    matches!(p, "find" | "fd" | "ls" | "get-childitem" | "gci" | "dir")
+                }) =>
+                {
+                    let starts: Vec<String> = operands(feeder.get(1..).unwrap_or_default())
+                        .take_while(|o| !o.starts_with(['*', '(', '!']))
+                        .map(|o| format!("{}/*", o.trim_end_matches('/')))
+                        .collect();
+                    if starts.is_empty() {
+                        argv.push("./*".to_owned());
+                    }
+                    argv.extend(starts);
+                }
                 None => {
                     argv.extend(operands(feeder.get(1..).unwrap_or_default()).map(str::to_owned))
                 }
@@ -333,6 +365,9 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
     if let Some(reason) = patterns.destructive_reason(&command.argv) {
         return Some(Cow::Owned(reason.to_owned()));
     }
+    if let Some(reason) = super::packs::judge(patterns.packs(), command) {
+        return Some(Cow::Borrowed(reason));
+    }
     let program = shell::program(first);
     let program: Cow<'_, str> = if program.bytes().any(|b| b.is_ascii_uppercase()) {
         Cow::Owned(program.to_ascii_lowercase())
@@ -347,7 +382,13 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
             .find_map(|name| judge_program(name, cwd, command))
             .map(Cow::Borrowed);
     }
-    let reason = judge_program(program, cwd, command).or_else(|| as_if_wrapped(program, command));
+    let reason = judge_program(program, cwd, command)
+        .or_else(|| {
+            deletion::of_command(program, &command.argv, cwd)
+                .and_then(|found| deletion::judge(&found, &line.reach, cwd))
+        })
+        .or_else(|| system_permissions(program, &command.argv, &line.reach, cwd))
+        .or_else(|| as_if_wrapped(program, command));
     if reason == Some(FORCE_PUSH)
         && program == "git"
         && patterns.allows_force_with_lease()
@@ -356,6 +397,38 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
         return None;
     }
     reason.map(Cow::Borrowed)
+}
+
+/// `chmod -R`, `chown -R`, `chgrp -R` or `icacls /T` over the home directory or
+/// a system directory, wherever under it.
+fn system_permissions(
+    program: &str,
+    argv: &[String],
+    reach: &Reach,
+    cwd: Option<&Path>,
+) -> Option<&'static str> {
+    let args = argv.get(1..).unwrap_or_default();
+    let targets: Vec<&str> = match program {
+        "chmod" | "chown" | "chgrp" => {
+            let recursive = args
+                .iter()
+                .any(|a| a == "--recursive" || (is_short_options(a) && a.contains('R')));
+            if !recursive {
+                return None;
+            }
+            // The first operand is the mode or owner.
+            let skip = usize::from(!args.iter().any(|a| a.starts_with("--reference")));
+            operands(args).skip(skip).collect()
+        }
+        "icacls" if args.iter().any(|a| a.eq_ignore_ascii_case("/t")) => {
+            args.first().map(String::as_str).into_iter().collect()
+        }
+        _ => return None,
+    };
+    targets
+        .iter()
+        .any(|t| reach.place(t, cwd) == super::places::Place::System)
+        .then_some(RECURSIVE_PERMISSIONS)
 }
 
 /// git's arguments without `--force-with-lease[=…]` and `--force-if-includes`
@@ -425,6 +498,48 @@ const DATA_PROGRAMS: &[&str] = &[
     "glab",
     "write-host",
     "write-output",
+    // Readers and listers: their arguments are files to read, never a command.
+    "head",
+    "tail",
+    "wc",
+    "cat",
+    "less",
+    "more",
+    "ls",
+    "stat",
+    "file",
+    "du",
+    "diff",
+    "cmp",
+    "sort",
+    "uniq",
+    "cut",
+    "nl",
+    "od",
+    "hexdump",
+    "strings",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "cksum",
+    "touch",
+    "mkdir",
+    "realpath",
+    "readlink",
+    "basename",
+    "dirname",
+    "bat",
+    "tac",
+    "column",
+    "fold",
+    "fmt",
+    "pr",
+    "rev",
+    "tr",
+    "comm",
+    "join",
+    "paste",
 ];
 
 /// Programs whose commands are judged when they appear inside another's
@@ -511,7 +626,12 @@ fn as_if_wrapped(program: &str, command: &Command) -> Option<&'static str> {
 fn judge_program(program: &str, cwd: Option<&Path>, command: &Command) -> Option<&'static str> {
     let args = &command.argv[1..];
     if SHELLS.contains(&program) {
-        if args.iter().any(|a| line_reason(a).is_some()) || forks_in_a_loop(program, args) {
+        // `echo ':(){ :|:& };:' | bash`: the text a printer feeds it, too.
+        let fed = shell::printed::fed_script(command);
+        if args.iter().any(|a| line_reason(a).is_some())
+            || fed.as_deref().is_some_and(|t| line_reason(t).is_some())
+            || forks_in_a_loop(program, args)
+        {
             return Some(FORK_BOMB);
         }
         if program == "invoke-expression"
@@ -548,13 +668,63 @@ fn judge_program(program: &str, cwd: Option<&Path>, command: &Command) -> Option
             (recursive && operands(args).skip(skip).any(is_critical))
                 .then_some(RECURSIVE_PERMISSIONS)
         }
-        "dd" => args
+        "dd" => {
+            // `of="$(echo /dev/sda)"`: the words a printing substitution made.
+            let printed: Vec<String> = command
+                .fed_by
+                .iter()
+                .filter_map(|f| shell::printed::words(&shell::feeder(f)))
+                .flatten()
+                .collect();
+            args.iter()
+                .filter_map(|a| a.strip_prefix("of="))
+                .any(|target| {
+                    is_block_device(target)
+                        || (target.is_empty()
+                            && (printed.iter().any(|w| is_block_device(w))
+                                || (printed.is_empty() && !command.fed_by.is_empty())))
+                })
+                .then_some(DEVICE_WRITE)
+        }
+        "shred" => {
+            if operands(args).any(is_block_device) {
+                Some(DEVICE_WRITE)
+            } else {
+                (operands(args).next().is_some()
+                    && !args.iter().any(|a| a == "--help" || a == "--version"))
+                .then_some(FILE_SHRED)
+            }
+        }
+        "cp" | "tee" | "cat" | "pv" => operands(args).any(is_block_device).then_some(DEVICE_WRITE),
+        // A Windows drive's format; the boot configuration; the system's backups.
+        "format" | "format.com" => operands(args)
+            .chain(args.iter().map(String::as_str))
+            .any(|a| {
+                let a = a.trim_end_matches(['\\', '/']);
+                a.len() == 2 && a.ends_with(':')
+            })
+            .then_some(DISK_FORMAT),
+        "bcdedit" | "bootrec" => (!args.is_empty()
+            && !args.iter().all(|a| {
+                matches!(
+                    a.to_ascii_lowercase().as_str(),
+                    "/enum" | "/v" | "all" | "/?"
+                )
+            }))
+        .then_some(BOOT_CONFIG),
+        "efibootmgr" => args
             .iter()
-            .filter_map(|a| a.strip_prefix("of="))
-            .any(is_block_device)
-            .then_some(DEVICE_WRITE),
-        "cp" | "tee" | "shred" | "cat" | "pv" => {
-            operands(args).any(is_block_device).then_some(DEVICE_WRITE)
+            .any(|a| a == "-B" || a == "--delete-bootnum" || a == "-o" || a == "--bootorder")
+            .then_some(BOOT_CONFIG),
+        "vssadmin" | "wbadmin" | "tmutil" => {
+            let words: Vec<String> = args.iter().map(|a| a.to_ascii_lowercase()).collect();
+            let deletes = words.iter().any(|w| {
+                matches!(
+                    w.as_str(),
+                    "delete" | "deletesnapshot" | "delete-backup" | "deletelocalsnapshots"
+                ) || (program == "vssadmin" && w == "resize")
+            });
+            deletes.then_some(BACKUP_DELETE)
         }
         "format-volume" | "clear-disk" | "initialize-disk" | "diskpart" => {
             (!args.iter().any(|a| a.eq_ignore_ascii_case("-whatif"))).then_some(DISK_FORMAT)
@@ -569,6 +739,9 @@ fn judge_program(program: &str, cwd: Option<&Path>, command: &Command) -> Option
         "wipefs" | "fdisk" | "sfdisk" | "cfdisk" | "sgdisk" | "parted" | "mkswap"
         | "blkdiscard" => {
             let listing = args.iter().any(|a| {
+                if program == "parted" {
+                    return matches!(a.as_str(), "print" | "-l" | "--list");
+                }
                 matches!(
                     a.as_str(),
                     "-l" | "--list"
@@ -596,6 +769,27 @@ fn judge_program(program: &str, cwd: Option<&Path>, command: &Command) -> Option
             (!dry_run && operands(args).any(is_block_device)).then_some(DISK_FORMAT)
         }
         "history" => args.iter().any(|a| a == "-c").then_some(HISTORY_CLEAR),
+        "diskutil" => args
+            .iter()
+            .any(|a| {
+                matches!(
+                    a.to_ascii_lowercase().as_str(),
+                    "erasedisk"
+                        | "erasevolume"
+                        | "partitiondisk"
+                        | "zerodisk"
+                        | "randomdisk"
+                        | "secureerase"
+                        | "reformat"
+                        | "apfs deletecontainer"
+                )
+            })
+            .then_some(DISK_FORMAT),
+        "wmic" => {
+            let words: Vec<String> = args.iter().map(|a| a.to_ascii_lowercase()).collect();
+            (words.iter().any(|w| w == "shadowcopy") && words.iter().any(|w| w == "delete"))
+                .then_some(BACKUP_DELETE)
+        }
         // `rsync --delete src/ ~/` deletes whatever the destination has that the
         // source does not.
         "rsync" => {
@@ -821,11 +1015,22 @@ fn forks_in_a_loop(program: &str, args: &[String]) -> bool {
             || (code.contains("fork")
                 && [
                     "while",
+                    "until",
                     "loop",
                     "iter(",
                     "itertools.count",
                     "for(;;)",
                     "for (;;)",
+                    "for ",
+                    "for(",
+                    "..",
+                    "range(",
+                    ".times",
+                    "each",
+                    "map ",
+                    "map{",
+                    "map(",
+                    "repeat",
                 ]
                 .iter()
                 .any(|endless| code.contains(endless)))
@@ -1100,12 +1305,18 @@ fn normalise(path: &str) -> String {
 
 /// A block device: a disk, partition or volume under /dev.
 fn is_block_device(path: &str) -> bool {
-    let Some(device) = path.trim_matches('"').strip_prefix("/dev/") else {
+    let path = path.trim_matches('"');
+    // Windows' raw disks and volumes: `\\.\PhysicalDrive0`, `\\.\C:`.
+    let lowered = path.to_ascii_lowercase().replace('/', "\\");
+    if lowered.starts_with("\\\\.\\physicaldrive") || lowered.starts_with("\\\\.\\harddisk") {
+        return true;
+    }
+    let Some(device) = path.strip_prefix("/dev/") else {
         return false;
     };
     [
         "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "rdisk", "mapper/", "md", "dm-", "loop",
-        "sr",
+        "sr", "root", "block/", "bcache", "zd", "ubd", "nbd", "rbd", "mtdblock", "fd0",
     ]
     .iter()
     .any(|prefix| device.starts_with(prefix))
@@ -1203,8 +1414,27 @@ fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
                     .any(|a| a.starts_with(':') && a.len() > 1);
             deletes.then_some(REMOTE_DELETE)
         }
-        "reset" => (long("--hard", 4) || long("--merge", 3)).then_some(RESET_HARD),
-        "update-ref" => (short('d') || long("--stdin", 4)).then_some(REF_DELETE),
+        // git refuses a hard reset with paths (`git reset --hard -- f`).
+        "reset" => ((long("--hard", 4) || long("--merge", 3))
+            && !args.contains(&"--")
+            && operands.len() <= 1)
+            .then_some(RESET_HARD),
+        "update-ref" if short('d') || long("--stdin", 4) => Some(REF_DELETE),
+        // Moving a branch that exists (`update-ref refs/heads/main $(git
+        // commit-tree …)`) can drop its commits; creating one cannot.
+        "update-ref" => {
+            let branch = operands.first()?.strip_prefix("refs/heads/")?;
+            (operands.len() >= 2 && existing_branch_at(cwd, branch)).then_some(HISTORY_REWRITE)
+        }
+        "send-pack" => (long("--force", 3)
+            || short('f')
+            || long("--mirror", 3)
+            || args.iter().any(|a| a.starts_with('+') && a.len() > 1))
+        .then_some(FORCE_PUSH),
+        // `read-tree --reset -u` overwrites the working tree with the index read.
+        "read-tree" => (long("--reset", 4) && short('u')).then_some(DISCARD_CHANGES),
+        "switch" => (short('f') || long("--force", 3) || long("--discard-changes", 3))
+            .then_some(DISCARD_CHANGES),
         "checkout" | "restore" => {
             // Whole-tree pathspecs after `--`, or forced switches, discard work.
             let whole_tree = |a: &&str| matches!(*a, "." | "./" | ":/" | "*" | ":(top)");
@@ -1217,8 +1447,9 @@ fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
             let staged_only = subcommand == "restore"
                 && (long("--staged", 3) || short('S'))
                 && !(long("--worktree", 3) || short('W'));
+            // `checkout -f` overwrites local changes, with or without a branch.
             let forced = subcommand == "checkout" && (short('f') || long("--force", 4));
-            ((pathspecs.iter().any(whole_tree) && !staged_only) || (forced && dashes.is_some()))
+            ((pathspecs.iter().any(whole_tree) && !staged_only) || forced)
                 .then_some(DISCARD_CHANGES)
         }
         "stash" => matches!(operands.first(), Some(&"clear") | Some(&"drop")).then_some(STASH_DROP),
@@ -1232,6 +1463,28 @@ fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
                 .then_some(HISTORY_REWRITE)
         }
         "filter-branch" | "filter-repo" => Some(HISTORY_REWRITE),
+        // `git submodule foreach [--recursive] CMD`: CMD runs in each submodule.
+        "submodule" if operands.first() == Some(&"foreach") => {
+            let at = args.iter().position(|a| *a == "foreach")?;
+            let script = args[at + 1..]
+                .iter()
+                .skip_while(|a| matches!(**a, "--recursive" | "-q" | "--quiet"))
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut found = None;
+            shell::visit(&script, &mut |command| {
+                if found.is_none()
+                    && command
+                        .argv
+                        .first()
+                        .is_some_and(|p| shell::program(p) == "git")
+                {
+                    found = judge_git(&command.argv[1..], None);
+                }
+            });
+            found
+        }
         "branch"
             if args.iter().any(|a| {
                 a.starts_with('-') && !a.starts_with("--") && (a.contains('M') || a.contains('C'))
@@ -1263,6 +1516,36 @@ fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
     }
 }
 
+/// Whether `dir` is in a repository (a `.git` there or above): where there is
+/// none, git has no branch to lose.
+fn in_a_repository(dir: &Path) -> bool {
+    dir.ancestors()
+        .any(|d| d.join(".git").symlink_metadata().is_ok())
+        || std::env::var_os("GIT_DIR").is_some()
+}
+
+/// Whether `name` is a branch of the repository at `cwd`, the one checked out
+/// included. Unknown counts as existing.
+fn existing_branch_at(cwd: Option<&Path>, name: &str) -> bool {
+    let Some(cwd) = cwd else {
+        return true;
+    };
+    if !in_a_repository(cwd) {
+        return false;
+    }
+    let Some(mut command) = crate::system_programs::command("git") else {
+        return true;
+    };
+    command.arg("-C").arg(cwd).args([
+        "show-ref",
+        "--verify",
+        "--quiet",
+        &format!("refs/heads/{name}"),
+    ]);
+    crate::system_programs::run_within(&mut command, std::time::Duration::from_millis(500))
+        .is_none_or(|ran| ran.code != Some(1))
+}
+
 /// Whether `name` is a branch of the repository at `cwd` other than the one
 /// checked out (renaming the current branch onto itself changes nothing). Unknown
 /// (no cwd, no git of the system's, git too slow) counts as existing.
@@ -1272,6 +1555,9 @@ fn existing_branch(cwd: Option<&Path>, name: &str) -> bool {
     let Some(cwd) = cwd else {
         return true;
     };
+    if !in_a_repository(cwd) {
+        return false;
+    }
     let git = |args: &[&str]| {
         let mut command = crate::system_programs::command("git")?;
         command.arg("-C").arg(cwd).args(args);

@@ -9,6 +9,9 @@
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
+use super::packs::Pack;
+use super::places::DeletionScope;
+
 /// Paths that hold credentials: environment files, private keys, cloud profiles,
 /// keyrings. Matched against the absolute path.
 pub const SECRET_PATHS: &[&str] = &[
@@ -165,6 +168,14 @@ pub struct RawPatterns {
     /// pusher has not seen) is not destructive.
     #[serde(default)]
     pub allow_force_with_lease: bool,
+    /// How far a recursive or forced delete may reach besides the project and
+    /// the temporary and cache directories.
+    #[serde(default)]
+    pub deletion_scope: DeletionScope,
+    /// Opt-in rule packs for what the default leaves alone (SQL, Kubernetes,
+    /// infrastructure, cloud CLIs, Docker).
+    #[serde(default)]
+    pub destructive_packs: Vec<Pack>,
 }
 
 /// A command the config declares destructive: `command = "terraform destroy"`.
@@ -186,6 +197,8 @@ pub struct Patterns {
     payment_tools: Vec<String>,
     destructive: Vec<(Vec<String>, String)>,
     allow_force_with_lease: bool,
+    deletion_scope: DeletionScope,
+    packs: Vec<Pack>,
 }
 
 impl Default for Patterns {
@@ -237,7 +250,19 @@ impl Patterns {
             payment_tools: raw.payment_tools.clone(),
             destructive,
             allow_force_with_lease: raw.allow_force_with_lease,
+            deletion_scope: raw.deletion_scope,
+            packs: raw.destructive_packs.clone(),
         })
+    }
+
+    /// How far a recursive or forced delete may reach.
+    pub fn deletion_scope(&self) -> DeletionScope {
+        self.deletion_scope
+    }
+
+    /// The opt-in rule packs in force.
+    pub fn packs(&self) -> &[Pack] {
+        &self.packs
     }
 
     /// Whether the config lets `git push --force-with-lease` pass.

@@ -243,7 +243,7 @@ mod tests {
         let mut derived: std::collections::BTreeMap<&str, BTreeSet<String>> = Default::default();
         for payload in payloads(dir.path()) {
             let input = HookInput::parse(payload.to_string()).expect("payload");
-            let mut facts = derive(&input, &patterns, Some(&mandate));
+            let mut facts = derive(&input, &patterns, Some(&mandate), None);
             facts.set_turn(&crate::transcript::Turn {
                 count: 3,
                 uuid: "u1".into(),

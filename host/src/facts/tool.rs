@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use super::contents;
 use super::destructive;
 use super::patterns::Patterns;
+use super::places::Reach;
 use crate::protocol::HookInput;
 use crate::shell::{self, Command, RedirectKind};
 
@@ -124,7 +125,11 @@ pub struct ChangedPath {
 }
 
 /// The `tool` namespace of a tool event; `None` for other events.
-pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<(Map<String, Value>, Changes)> {
+pub fn derive(
+    input: &HookInput,
+    patterns: &Patterns,
+    project: Option<&Path>,
+) -> Option<(Map<String, Value>, Changes)> {
     let name = input.tool_name.as_deref()?;
     let mut tool = Map::new();
     let normalised = normalise(name);
@@ -158,6 +163,7 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<(Map<String, Val
                 false,
                 input.cwd.as_deref().map(Path::new),
                 patterns,
+                project,
             );
         } else if is_powershell {
             effects = Effects::of_line(
@@ -165,11 +171,32 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<(Map<String, Val
                 true,
                 input.cwd.as_deref().map(Path::new),
                 patterns,
+                project,
             );
         } else if normalised == "apply_patch" {
+            let cwd = input
+                .cwd
+                .as_deref()
+                .and_then(|c| std::fs::canonicalize(c).ok());
+            let cwd = cwd.as_deref().or(project);
+            let mut deleted = Vec::new();
             for (file, removes) in patched_files(&command) {
                 effects.change(&file, removes);
+                if removes {
+                    deleted.push(file);
+                }
             }
+            // A patch deletes its `*** Delete File:` files without asking.
+            effects.destructive = destructive::deletion::judge(
+                &destructive::deletion::Deletion {
+                    targets: deleted,
+                    recursive: false,
+                    forced: true,
+                },
+                &Reach::new(project.or(cwd), patterns.deletion_scope()),
+                cwd,
+            )
+            .map(str::to_owned);
         }
     }
     let is_command = is_shell || is_powershell;
@@ -264,7 +291,13 @@ pub fn derive(input: &HookInput, patterns: &Patterns) -> Option<(Map<String, Val
         tool.insert("paths_read".into(), json!(effects.reads));
         tool.insert("paths_written".into(), json!(effects.writes));
     } else {
-        tool.insert("is_destructive".into(), json!(false));
+        tool.insert(
+            "is_destructive".into(),
+            json!(effects.destructive.is_some()),
+        );
+        if let Some(reason) = &effects.destructive {
+            tool.insert("destructive_reason".into(), json!(reason));
+        }
     }
 
     if let Some(path) = &path {
@@ -373,12 +406,24 @@ struct Effects {
 }
 
 impl Effects {
-    fn of_line(line: &str, powershell: bool, cwd: Option<&Path>, patterns: &Patterns) -> Effects {
+    fn of_line(
+        line: &str,
+        powershell: bool,
+        cwd: Option<&Path>,
+        patterns: &Patterns,
+        project: Option<&Path>,
+    ) -> Effects {
+        let reach = Reach::new(project.or(cwd), patterns.deletion_scope());
+        // Paths are judged from where the command runs, resolved as the project's
+        // path is; a directory that is not there runs nothing, and the project
+        // stands in for it.
+        let resolved_cwd = cwd.and_then(|c| std::fs::canonicalize(c).ok());
+        let judged_from = resolved_cwd.as_deref().or(project);
         let mut effects = Effects {
             cwd: cwd.map(Path::to_path_buf),
             ..Effects::default()
         };
-        let mut line_state = destructive::Line::in_dir(cwd);
+        let mut line_state = destructive::Line::new(judged_from, reach);
         let mut applies_patch = false;
         let mut each = |command: Command| {
             applies_patch |= command
@@ -704,13 +749,7 @@ impl Effects {
                     }
                 }
             }
-            "find"
-                if args.iter().any(|a| a == "-delete")
-                    || args.windows(2).any(|pair| {
-                        matches!(pair[0].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
-                            && DELETERS.contains(&shell::program(&pair[1]))
-                    }) =>
-            {
+            "find" if destructive::deletion::find_deletes(args) => {
                 self.take_in_found(args);
             }
             p if MODE_CHANGERS.contains(&p) || p == "setfacl" || p == "chattr" => {
@@ -1172,7 +1211,7 @@ mod tests {
     use super::*;
 
     fn effects(line: &str) -> Effects {
-        Effects::of_line(line, false, None, &Patterns::default())
+        Effects::of_line(line, false, None, &Patterns::default(), None)
     }
 
     #[test]

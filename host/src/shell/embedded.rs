@@ -65,8 +65,111 @@ pub fn scripts(argv: &[String]) -> Vec<Script> {
             awk_program(args).map(|p| from_awk(&p)).unwrap_or_default()
         }
         "sed" | "gsed" => from_sed(args),
+        "cmd" => super::cmd::script(args)
+            .map(|text| {
+                super::cmd::commands(&text)
+                    .into_iter()
+                    .map(Script::Command)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        "vim" | "vi" | "nvim" | "ex" | "view" | "gvim" | "vimdiff" | "evim" | "nvi" => {
+            editor_commands(args)
+        }
+        "git" => git_settings_scripts(args),
         _ => Vec::new(),
     }
+}
+
+/// What an editor runs in a shell from the commands it is given to run at
+/// start (`vim -c '!git reset --hard'`, `+'silent !…'`, `--cmd`,
+/// `call system('…')`, `:terminal …`).
+fn editor_commands(args: &[String]) -> Vec<Script> {
+    let mut commands = Vec::new();
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        let command = match word.as_str() {
+            "-c" | "--cmd" | "-S" => words.next().map(String::as_str),
+            w if w.starts_with('+') && w.len() > 1 => Some(&w[1..]),
+            w if w.starts_with("-c") && w.len() > 2 => Some(&w[2..]),
+            _ => None,
+        };
+        if let Some(text) = command.and_then(editor_shell_command) {
+            commands.push(Script::Shell(text));
+        }
+    }
+    commands
+}
+
+/// The shell command in one editor command, if it runs one.
+fn editor_shell_command(command: &str) -> Option<String> {
+    let mut rest = command.trim_start_matches([':', ' ']);
+    for prefix in ["silent!", "silent", "exe", "execute", "sil!", "sil"] {
+        if let Some(after) = rest.strip_prefix(prefix) {
+            rest = after.trim_start();
+        }
+    }
+    // A range, then `r`/`read`/`w`/`write` before the bang (`:r !cmd`, `%!cmd`).
+    let rest =
+        rest.trim_start_matches(|c: char| c.is_ascii_digit() || matches!(c, ',' | '%' | '.' | '$'));
+    let rest = ["read", "write", "r", "w"]
+        .iter()
+        .find_map(|verb| rest.strip_prefix(verb).map(str::trim_start))
+        .filter(|r| r.starts_with('!'))
+        .unwrap_or(rest);
+    if let Some(shell) = rest.strip_prefix('!') {
+        return Some(shell.to_owned());
+    }
+    for verb in ["terminal ", "term "] {
+        if let Some(shell) = rest.strip_prefix(verb) {
+            return Some(shell.to_owned());
+        }
+    }
+    // `call system('…')`, `echo systemlist("…")`.
+    let at = rest.find("system")?;
+    let after = rest[at..].split_once('(')?.1.trim_start();
+    let quote = after.chars().next().filter(|q| matches!(q, '\'' | '"'))?;
+    let inner = &after[1..];
+    Some(inner[..inner.find(quote)?].to_owned())
+}
+
+/// git settings whose value is a command git runs in a shell, given on the
+/// command line (`git -c core.editor='…' commit`): the editor, the pager, the
+/// ssh command, an external diff, the fsmonitor hook, and `!`-helpers.
+fn git_settings_scripts(args: &[String]) -> Vec<Script> {
+    let mut scripts = Vec::new();
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        if word != "-c" {
+            if !word.starts_with('-') {
+                break;
+            }
+            continue;
+        }
+        let Some((key, value)) = words.next().and_then(|kv| kv.split_once('=')) else {
+            continue;
+        };
+        let key = key.to_ascii_lowercase();
+        let runs = matches!(
+            key.as_str(),
+            "core.editor"
+                | "sequence.editor"
+                | "core.pager"
+                | "core.sshcommand"
+                | "diff.external"
+                | "core.fsmonitor"
+                | "gpg.program"
+                | "core.askpass"
+        ) || key.starts_with("pager.");
+        if runs && !value.is_empty() {
+            scripts.push(Script::Shell(value.to_owned()));
+        } else if let Some(shell) = value.strip_prefix('!')
+            && (key.starts_with("credential") || key.starts_with("alias."))
+        {
+            scripts.push(Script::Shell(shell.to_owned()));
+        }
+    }
+    scripts
 }
 
 /// `env -S 'a b' c`: the split string and what follows it.
@@ -220,7 +323,7 @@ pub fn decode_utf16le_base64(encoded: &str) -> Option<String> {
 
 /// The code an interpreter runs from its arguments (`-c`, `-e`, `--eval`, `-p`,
 /// `-E`, `-r`; `deno eval`, `bun -e`).
-fn interpreter_code(name: &str, args: &[String]) -> Option<String> {
+pub(crate) fn interpreter_code(name: &str, args: &[String]) -> Option<String> {
     let flags: &[&str] = match name {
         "python" | "python2" | "python3" => &["-c"],
         "node" | "nodejs" | "bun" => &["-e", "--eval", "-p", "--print"],
@@ -244,7 +347,12 @@ fn interpreter_code(name: &str, args: &[String]) -> Option<String> {
         }) {
             // `-c'…'` and Perl's bundled `-le'…'` forms.
             code.push(attached.to_owned());
-        } else if name == "perl" && w.starts_with('-') && !w.starts_with("--") && w.ends_with('e') {
+        } else if name == "perl"
+            && w.starts_with('-')
+            && !w.starts_with("--")
+            && w.ends_with('e')
+            && w[1..].chars().all(|c| c.is_ascii_alphabetic())
+        {
             code.extend(words.next().cloned());
         }
     }

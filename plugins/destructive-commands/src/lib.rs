@@ -97,6 +97,56 @@ const REASONS: &[(&str, &str, &str)] = &[
         "leave the history in place",
     ),
     (
+        "delete-outside-project",
+        "it deletes (recursively or without asking) outside the project and the temporary directories",
+        "delete only inside the project, or under /tmp; if something elsewhere must go, name it to the user and let them delete it",
+    ),
+    (
+        "repository-delete",
+        "it deletes the repository's history (`.git`) or the project itself",
+        "leave `.git` in place; to start over, make a new branch, or `git clean -n` to see what is untracked",
+    ),
+    (
+        "file-shred",
+        "`shred` overwrites a file so that it can never be recovered",
+        "delete the file with `rm` (or move it aside) if it must go",
+    ),
+    (
+        "boot-config",
+        "it changes how the machine boots",
+        "ask the user to change the boot configuration themselves",
+    ),
+    (
+        "backup-delete",
+        "it deletes the system's backups or snapshots",
+        "leave the backups in place",
+    ),
+    (
+        "sql-destroy",
+        "it drops or truncates a database object, or deletes or updates every row of a table",
+        "add a `WHERE` clause, or write a migration the user can review",
+    ),
+    (
+        "kubernetes-delete",
+        "it deletes a whole namespace, every object of a kind, or storage from the cluster",
+        "delete the specific objects you mean, by name, or use `--dry-run=client` to show what would go",
+    ),
+    (
+        "infrastructure-destroy",
+        "it destroys infrastructure an infrastructure-as-code stack manages",
+        "run a plan (`terraform plan -destroy`, `pulumi preview --destroy`) and show it to the user",
+    ),
+    (
+        "cloud-delete",
+        "it deletes cloud resources or data",
+        "list what would go and ask the user to delete it",
+    ),
+    (
+        "docker-prune",
+        "it deletes every container, image or Docker volume, or volumes with their data",
+        "remove the specific containers or images you mean, by name",
+    ),
+    (
         "unanalysable",
         "it runs code that cannot be read before it runs (nested too deeply, or generated on the fly)",
         "write the command out plainly",
