@@ -179,6 +179,22 @@ fn each_destructive_spelling_is_refused_with_its_rule() {
             "R\\emove-Item -Recurse -Force 'C:\\Windows'",
             "recursive-delete",
         ),
+        (
+            "PowerShell",
+            "R`emove-Item -Recurse -Force C:\\Windows",
+            "recursive-delete",
+        ),
+        (
+            "PowerShell",
+            "del /s /q C:\\Users\\me\\Documents",
+            "delete-outside-project",
+        ),
+        (
+            "Bash",
+            "dd if=/dev/zero of=/dev/nvme0n1 bs=1M",
+            "device-write",
+        ),
+        ("Bash", "cat image.iso > /dev/mmcblk0", "device-write"),
         ("Bash", "rd /s /q C:/Windows", "recursive-delete"),
         ("PowerShell", "rd /s /q C:\\Windows", "recursive-delete"),
         (
@@ -316,6 +332,13 @@ fn moving_an_existing_branch_with_plumbing_is_refused() {
             .is_some_and(|r| r.starts_with("[destructive-commands/history-rewrite]")),
         "{moved:?}"
     );
+    let piped = judge("git commit-tree HEAD^{tree} -m x | xargs git update-ref refs/heads/main");
+    assert!(
+        piped
+            .as_deref()
+            .is_some_and(|r| r.starts_with("[destructive-commands/history-rewrite]")),
+        "{piped:?}"
+    );
     assert_eq!(judge("git update-ref refs/heads/new-branch HEAD"), None);
 }
 
@@ -332,6 +355,8 @@ fn look_alikes_and_everyday_deletes_pass() {
         "find . -fprintf out -delete",
         "rm -rf node_modules dist build target .next coverage",
         "rm -rf ./out",
+        "chmod -R go-w .",
+        "chmod -R 755 .",
         "rm -rf ./out/*",
         "rm -rf dist/*",
         "find . -name '*.pyc' -delete",
@@ -505,4 +530,46 @@ fn the_transcript_fixtures_commands_are_judged() {
             "rm -rf ~/"
         ]
     );
+}
+
+/// `[facts] deletion_scope` widens what a delete may reach once a person accepts
+/// it; written by the agent, it changes nothing; the repository, the home
+/// directory's dot-directories and the system stay out of reach.
+#[test]
+fn the_deletion_scope_is_a_persons_to_widen() {
+    let project = Project::new();
+    let judge = |command: &str| {
+        refusal(&project.hook(&payload(
+            "PreToolUse",
+            "scope",
+            json!({"tool_name": "Bash", "tool_input": {"command": command}, "cwd": project.dir()}),
+        )))
+    };
+    let widened = format!(
+        "[facts]\ndeletion_scope = \"system\"\n\n{}",
+        include_str!("../../host/src/default.toml")
+    );
+    project.write_config(&widened);
+    let held = judge("rm -rf /data/old-run");
+    assert!(
+        held.as_deref()
+            .is_some_and(|r| r.starts_with("[destructive-commands/delete-outside-project]")),
+        "{held:?}"
+    );
+    project.config(&widened);
+    assert_eq!(judge("rm -rf /data/old-run"), None);
+    assert_eq!(judge("rm -rf ~/projects/old"), None);
+    for (command, rule) in [
+        ("rm -rf ~/.ssh", "delete-outside-project"),
+        ("rm -rf .git", "repository-delete"),
+        ("rm -rf /usr/share", "recursive-delete"),
+    ] {
+        let refused = judge(command);
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|r| r.starts_with(&format!("[destructive-commands/{rule}]"))),
+            "{command}: {refused:?}"
+        );
+    }
 }

@@ -8,12 +8,8 @@ use serde_json::{Value, json};
 use crate::facts::{at, facts, tool_call};
 use crate::support::*;
 
-/// The `destructive_reason` the host gives a Bash line, or None.
-fn reason(project: &Project, line: &str) -> Option<String> {
-    reason_in(project, line, None)
-}
-
-/// The same, for a line run in `cwd`.
+/// The `destructive_reason` the host gives a Bash line run in `cwd` (the
+/// payload's own when None), or None.
 fn reason_in(project: &Project, line: &str, cwd: Option<&std::path::Path>) -> Option<String> {
     let mut payload: Value =
         serde_json::from_slice(&tool_call("Bash", json!({"command": line}))).expect("json");

@@ -129,9 +129,9 @@ impl Reach {
             format!("{}{}", self.home.as_deref()?, &word[1..])
         } else if let Some(rest) = word.strip_prefix("~root") {
             format!("/root{rest}")
-        } else if word.starts_with('~') {
+        } else if let Some(user) = word.strip_prefix('~') {
             // Another user's home.
-            format!("/home/{}", &word[1..])
+            format!("/home/{user}")
         } else if word.starts_with('/') {
             word
         } else {

@@ -752,6 +752,19 @@ impl Effects {
             "find" if destructive::deletion::find_deletes(args) => {
                 self.take_in_found(args);
             }
+            // `chmod -R 755 .`, `chmod -R go-w .`: the owner keeps reading and
+            // writing, and no one else is given write. A write of the files'
+            // modes, which harms nothing of sandrail's (or anyone's): not a
+            // change self-protection weighs.
+            "chmod"
+                if operands_with(args, &[])
+                    .next()
+                    .is_some_and(keeps_the_owner_and_grants_no_write) =>
+            {
+                for file in operands_with(args, &[]).skip(1) {
+                    push(&mut self.writes, file);
+                }
+            }
             p if MODE_CHANGERS.contains(&p) || p == "setfacl" || p == "chattr" => {
                 let by_reference = args.iter().any(|a| a.starts_with("--reference"));
                 // setfacl's operands are all paths (its ACL is an option's value).
@@ -1006,6 +1019,40 @@ impl Effects {
 
 /// The archive `tar` reads: `-f FILE`, `--file[=]FILE`, or the word after a
 /// cluster holding `f` (`-xzf a.tgz`, `xzf a.tgz`).
+/// Whether a chmod mode leaves the owner's read and write as they are (or adds
+/// to them) and gives no one else write: `755`, `644`, `go-w`, `o-rwx`, `+x`,
+/// `u+w`.
+fn keeps_the_owner_and_grants_no_write(mode: &str) -> bool {
+    if mode.chars().all(|c| c.is_ascii_digit()) && (3..=4).contains(&mode.len()) {
+        let digits: Vec<u32> = mode.chars().filter_map(|c| c.to_digit(8)).collect();
+        let [.., owner, group, other] = digits.as_slice() else {
+            return false;
+        };
+        let special = if digits.len() == 4 { digits[0] } else { 0 };
+        return digits.len() == mode.len()
+            && special == 0
+            && owner & 6 == 6
+            && group & 2 == 0
+            && other & 2 == 0;
+    }
+    mode.split(',').all(|clause| {
+        let Some(at) = clause.find(['+', '-', '=']) else {
+            return false;
+        };
+        let (who, rest) = clause.split_at(at);
+        let (op, perms) = rest.split_at(1);
+        if !who.chars().all(|c| "ugoa".contains(c)) || !perms.chars().all(|c| "rwxXst".contains(c))
+        {
+            return false;
+        }
+        match op {
+            "-" => !who.is_empty() && who.chars().all(|c| c == 'g' || c == 'o'),
+            "+" => who == "u" || perms.chars().all(|c| c == 'x' || c == 'X'),
+            _ => false,
+        }
+    })
+}
+
 fn tar_archive(args: &[String]) -> Option<&str> {
     let mut words = args.iter().enumerate();
     while let Some((at, word)) = words.next() {
@@ -1305,6 +1352,20 @@ mod tests {
         assert!(e.egress);
         assert_eq!(e.urls, ["https://example.com/x"]);
         assert!(!effects("echo curl https://x").egress);
+    }
+
+    #[test]
+    fn harmless_modes_are_told_apart() {
+        for mode in [
+            "755", "644", "0755", "go-w", "o-rwx", "g-w,o-w", "+x", "u+w", "a+X",
+        ] {
+            assert!(keeps_the_owner_and_grants_no_write(mode), "{mode}");
+        }
+        for mode in [
+            "000", "777", "666", "4755", "a-w", "-w", "u-w", "o+w", "=r", "u=r", "x",
+        ] {
+            assert!(!keeps_the_owner_and_grants_no_write(mode), "{mode}");
+        }
     }
 
     #[test]
