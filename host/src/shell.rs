@@ -1340,6 +1340,20 @@ pub fn program(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
+/// The interpreter a versioned name runs (`python3.11`, `pypy3`, `perl5.36`,
+/// `ruby3.2`, `node20`), or None for other names.
+pub fn interpreter_family(name: &str) -> Option<&'static str> {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let versioned = base.len() < name.len();
+    match base {
+        "python" | "pypy" if versioned => Some("python3"),
+        "perl" if versioned => Some("perl"),
+        "ruby" if versioned => Some("ruby"),
+        "node" if versioned => Some("node"),
+        _ => None,
+    }
+}
+
 /// Words that open or continue a compound command; the command follows them.
 const RESERVED_PREFIXES: &[&str] = &[
     "!", "{", "}", "then", "do", "else", "elif", "if", "while", "until", "coproc",

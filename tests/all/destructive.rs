@@ -268,7 +268,83 @@ fn each_destructive_spelling_is_refused_with_its_rule() {
         ("Bash", "alias gr='git reset --hard'; gr", "reset-hard"),
     ];
     let mut wrong = Vec::new();
-    for (tool, command, rule) in cases {
+    // Found by attacking the rules: other runners, spellings and places.
+    let attacked: &[(&str, &str, &str)] = &[
+        (
+            "Bash",
+            "git submodule foreach 'rm -rf ~/projects'",
+            "delete-outside-project",
+        ),
+        (
+            "Bash",
+            "git rebase --exec 'git push -f' HEAD~1",
+            "force-push",
+        ),
+        (
+            "Bash",
+            "git bisect run rm -rf ~/projects",
+            "delete-outside-project",
+        ),
+        (
+            "Bash",
+            "git config core.pager 'rm -rf ~/projects' && git log",
+            "delete-outside-project",
+        ),
+        (
+            "Bash",
+            "git -c filter.x.clean='rm -rf ~/projects' add .",
+            "delete-outside-project",
+        ),
+        ("Bash", "rm --recu --forc /data/x", "delete-outside-project"),
+        ("Bash", "cd -P /usr && rm -rf share", "recursive-delete"),
+        ("Bash", "dd if=x of=/dev/./sda", "device-write"),
+        ("Bash", "cat /dev/zero > /dev//sda", "device-write"),
+        ("Bash", "rm -rf .g?t", "repository-delete"),
+        ("Bash", "rm -rf .GIT", "repository-delete"),
+        ("Bash", "rm -rf \"$(pwd)\"", "repository-delete"),
+        ("Bash", "$(which rm) -rf ~/.ssh", "delete-outside-project"),
+        ("Bash", "frobnicate rm -rf ~/.ssh", "delete-outside-project"),
+        (
+            "Bash",
+            "python3.11 -c 'import shutil; shutil.rmtree(\"/data/x\")'",
+            "delete-outside-project",
+        ),
+        (
+            "Bash",
+            "python3 -qc 'import shutil; shutil.rmtree(\"/data/x\")'",
+            "delete-outside-project",
+        ),
+        ("Bash", "mv .git /tmp/g", "repository-delete"),
+        (
+            "Bash",
+            "rsync -a --delete /tmp/empty/ ~/Documents/",
+            "delete-outside-project",
+        ),
+        ("Bash", "git reset --hard --", "reset-hard"),
+        (
+            "Bash",
+            "git reflog expire --expire=1.second.ago --all",
+            "history-rewrite",
+        ),
+        ("Bash", "git gc --prune=now", "history-rewrite"),
+        ("Bash", "git checkout-index -a -f", "discard-changes"),
+        (
+            "Bash",
+            "git worktree remove --force ../wt",
+            "discard-changes",
+        ),
+        (
+            "Bash",
+            "echo '127.0.0.1 x' > /etc/hosts",
+            "delete-outside-project",
+        ),
+        (
+            "PowerShell",
+            "Push-Location ..; Remove-Item sib -Recurse -Force",
+            "delete-outside-project",
+        ),
+    ];
+    for (tool, command, rule) in cases.iter().chain(attacked) {
         let run = project.hook(&payload(
             "PreToolUse",
             "spellings",
@@ -356,6 +432,14 @@ fn look_alikes_and_everyday_deletes_pass() {
         "rm -rf node_modules dist build target .next coverage",
         "rm -rf ./out",
         "chmod -R go-w .",
+        "rm -rf \"$(git rev-parse --show-toplevel)/dist\"",
+        "rm -rf $(pwd)/node_modules",
+        "rm -f \"$(git rev-parse --git-dir)/index.lock\"",
+        "sed -i 's/src\\/lib/src\\/core/g' src/main.rs",
+        "sed -i 's/http:\\/\\/old/https:\\/\\/new/' README.md",
+        "rm -rf /var/folders/xx/T/tmp123",
+        "rm -rf ~/.conda/pkgs/cache",
+        "git reset --hard HEAD -- src/main.rs",
         "chmod -R 755 .",
         "rm -rf ./out/*",
         "rm -rf dist/*",

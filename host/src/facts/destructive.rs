@@ -23,7 +23,7 @@ use super::patterns::{DOWNLOADERS, Patterns, SHELLS};
 use super::places::Reach;
 use crate::shell::{self, Command, RedirectKind};
 
-use deletion::FILE_SHRED;
+use deletion::{DELETE_OUTSIDE_PROJECT, FILE_SHRED};
 
 /// Why a command is destructive: the `destructive_reason` fact.
 pub type Reason = Cow<'static, str>;
@@ -199,13 +199,23 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
     if let Some(reason) = device_redirect(command).or_else(|| history_truncated(command)) {
         return Some(Cow::Borrowed(reason));
     }
+    // `> /etc/hosts`, `: > /etc/passwd`: a file of the system's emptied or
+    // overwritten.
+    if command.redirects.iter().any(|r| {
+        r.kind == RedirectKind::Write
+            && !r.target.starts_with("/dev/")
+            && !r.target.starts_with("/proc/")
+            && line.reach.place(&r.target, cwd) == super::places::Place::System
+    }) {
+        return Some(Cow::Borrowed(DELETE_OUTSIDE_PROJECT));
+    }
     if let Some(reason) = runs_a_download(command, line) {
         return Some(Cow::Borrowed(reason));
     }
     let first = command.argv.first()?;
     if matches!(
         first.as_str(),
-        "cd" | "pushd" | "set-location" | "sl" | "chdir"
+        "cd" | "pushd" | "set-location" | "sl" | "chdir" | "push-location"
     ) {
         // `cd "$(dirname "$0")"`: a printer's words stand for the substitution;
         // one made by a command known to stay clear (`mktemp -d`) is no critical
@@ -218,7 +228,16 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
                 .fed_by
                 .iter()
                 .all(|f| produces_no_critical_path(&shell::feeder(f), cwd));
-        let target = argv[1..].iter().find(|w| !w.is_empty()).or(argv.get(1));
+        // `cd -P DIR`, `cd -- DIR`: its options are not where it goes.
+        let target = argv[1..]
+            .iter()
+            .find(|w| !w.is_empty() && !(w.starts_with('-') && w.len() > 1))
+            .or(argv.get(1));
+        if target.is_some_and(|t| t == "-") {
+            // The previous directory: not known here.
+            line.cwd = None;
+            return None;
+        }
         if clear_substitution && printed.is_none() {
             line.in_critical_directory = false;
             line.cwd = None;
@@ -315,6 +334,32 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
         }
         None => command,
     };
+    // `rm -rf "$(pwd)"`: the working directory, judged by where it is.
+    let here;
+    let command = if command.argv.iter().skip(1).any(String::is_empty)
+        && command
+            .fed_by
+            .iter()
+            .any(|f| prints_the_working_directory(&shell::feeder(f)))
+    {
+        here = Command {
+            argv: command
+                .argv
+                .iter()
+                .map(|w| {
+                    if w.is_empty() {
+                        ".".to_owned()
+                    } else {
+                        w.clone()
+                    }
+                })
+                .collect(),
+            ..command.clone()
+        };
+        &here
+    } else {
+        command
+    };
     // `rm -rf "$(mktemp -d)"`: an operand a substitution made is unknown, and
     // judged as the root unless what made it is known to stay clear of it.
     let cleared;
@@ -377,18 +422,26 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
     let program = program.strip_suffix(".exe").unwrap_or(&program);
     let computed = program.is_empty() || program.starts_with('$');
     if computed {
-        return ["git", "rm", "chmod", "dd", "find"]
+        return ["git", "rm", "chmod", "dd", "find", "shred"]
             .iter()
-            .find_map(|name| judge_program(name, cwd, command))
+            .find_map(|name| {
+                judge_program(name, cwd, command).or_else(|| {
+                    let found = deletion::of_command(name, &command.argv, cwd)?;
+                    deletion::judge(&found, &line.reach, cwd)
+                })
+            })
             .map(Cow::Borrowed);
     }
     let reason = judge_program(program, cwd, command)
         .or_else(|| {
-            deletion::of_command(program, &command.argv, cwd)
-                .and_then(|found| deletion::judge(&found, &line.reach, cwd))
+            let mut found = deletion::of_command(program, &command.argv, cwd)?;
+            // `rm -rf "$(git rev-parse --show-toplevel)/dist"`: a path a
+            // substitution begins is not the `/dist` left when it is removed.
+            found.substituted = !command.fed_by.is_empty() && !command.args_from_stdin;
+            deletion::judge(&found, &line.reach, cwd)
         })
         .or_else(|| system_permissions(program, &command.argv, &line.reach, cwd))
-        .or_else(|| as_if_wrapped(program, command));
+        .or_else(|| as_if_wrapped(program, command, &line.reach, cwd));
     if reason == Some(FORCE_PUSH)
         && program == "git"
         && patterns.allows_force_with_lease()
@@ -443,6 +496,16 @@ fn without_lease(args: &[String]) -> Vec<String> {
         })
         .cloned()
         .collect()
+}
+
+/// Whether `argv` prints the working directory: `pwd`, `git rev-parse
+/// --show-toplevel`.
+fn prints_the_working_directory(argv: &[String]) -> bool {
+    match argv.first().map(|p| shell::program(p)) {
+        Some("pwd") => true,
+        Some("git") => argv.iter().any(|a| a == "--show-toplevel"),
+        _ => false,
+    }
 }
 
 /// Programs whose arguments are data, never a command they run: `echo rm -rf /`
@@ -601,7 +664,12 @@ fn produces_no_critical_path(argv: &[String], cwd: Option<&Path>) -> bool {
 /// A program not known to run its arguments, whose arguments form a destructive
 /// command (`frobnicate --quiet rm -rf /`), is judged as if it ran them: an
 /// unknown wrapper must not be a way around the rules.
-fn as_if_wrapped(program: &str, command: &Command) -> Option<&'static str> {
+fn as_if_wrapped(
+    program: &str,
+    command: &Command,
+    reach: &Reach,
+    cwd: Option<&Path>,
+) -> Option<&'static str> {
     if DATA_PROGRAMS.contains(&program) {
         return None;
     }
@@ -618,7 +686,11 @@ fn as_if_wrapped(program: &str, command: &Command) -> Option<&'static str> {
                 argv: command.argv[at + 1..].to_vec(),
                 ..Command::default()
             };
-            judge_program(shell::program(word), None, &inner)
+            let name = shell::program(word);
+            judge_program(name, None, &inner).or_else(|| {
+                let found = deletion::of_command(name, &inner.argv, cwd)?;
+                deletion::judge(&found, reach, cwd)
+            })
         })
 }
 
@@ -1306,6 +1378,14 @@ fn normalise(path: &str) -> String {
 /// A block device: a disk, partition or volume under /dev.
 fn is_block_device(path: &str) -> bool {
     let path = path.trim_matches('"');
+    // `/dev/./sda`, `/dev//sda`, `/proc/self/root/dev/sda`: the same device.
+    let normal;
+    let path = if path.contains("//") || path.contains("/.") || path.starts_with("/proc/") {
+        normal = normalise(path.strip_prefix("/proc/self/root").unwrap_or(path));
+        normal.as_str()
+    } else {
+        path
+    };
     // Windows' raw disks and volumes: `\\.\PhysicalDrive0`, `\\.\C:`.
     let lowered = path.to_ascii_lowercase().replace('/', "\\");
     if lowered.starts_with("\\\\.\\physicaldrive") || lowered.starts_with("\\\\.\\harddisk") {
@@ -1386,6 +1466,21 @@ fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
         .filter(|a| !a.starts_with('-'))
         .collect();
     match subcommand {
+        // `checkout -B main X`, `switch -C main X`: a branch that exists reset
+        // to another commit.
+        "checkout" | "switch"
+            if args
+                .iter()
+                .any(|a| *a == "-B" || *a == "-C" || *a == "--force-create") =>
+        {
+            let at = args
+                .iter()
+                .position(|a| *a == "-B" || *a == "-C" || *a == "--force-create")?;
+            let branch = args.get(at + 1)?;
+            let current = current_branch(cwd);
+            (existing_branch_at(cwd, branch) && current.as_deref() != Some(*branch))
+                .then_some(HISTORY_REWRITE)
+        }
         "push" => {
             // A mirror push, or a push refspec with `+`, set for this call.
             let forced_by_settings = setting(&|key, value| {
@@ -1415,10 +1510,13 @@ fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
             deletes.then_some(REMOTE_DELETE)
         }
         // git refuses a hard reset with paths (`git reset --hard -- f`).
-        "reset" => ((long("--hard", 4) || long("--merge", 3))
-            && !args.contains(&"--")
-            && operands.len() <= 1)
-            .then_some(RESET_HARD),
+        "reset" => {
+            let paths = args
+                .iter()
+                .position(|a| *a == "--")
+                .map_or(operands.len().saturating_sub(1), |at| args.len() - at - 1);
+            ((long("--hard", 4) || long("--merge", 3)) && paths == 0).then_some(RESET_HARD)
+        }
         "update-ref" if short('d') || long("--stdin", 4) => Some(REF_DELETE),
         // Moving a branch that exists (`update-ref refs/heads/main $(git
         // commit-tree …)`) can drop its commits; creating one cannot.
@@ -1454,37 +1552,53 @@ fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
         }
         "stash" => matches!(operands.first(), Some(&"clear") | Some(&"drop")).then_some(STASH_DROP),
         "reflog" => {
+            // Any explicit expiry but never (`=now`, `=1.second.ago`, `=all`).
             let expires_now = args.iter().any(|a| {
                 a.starts_with("--expire")
-                    && matches!(a.rsplit('=').next(), Some("now" | "all" | "0"))
+                    && a.split_once('=')
+                        .is_some_and(|(_, v)| !matches!(v, "never" | "false"))
             });
             (matches!(operands.first(), Some(&"delete"))
                 || (matches!(operands.first(), Some(&"expire")) && expires_now))
                 .then_some(HISTORY_REWRITE)
         }
         "filter-branch" | "filter-repo" => Some(HISTORY_REWRITE),
-        // `git submodule foreach [--recursive] CMD`: CMD runs in each submodule.
-        "submodule" if operands.first() == Some(&"foreach") => {
-            let at = args.iter().position(|a| *a == "foreach")?;
-            let script = args[at + 1..]
-                .iter()
-                .skip_while(|a| matches!(**a, "--recursive" | "-q" | "--quiet"))
-                .copied()
-                .collect::<Vec<_>>()
-                .join(" ");
-            let mut found = None;
-            shell::visit(&script, &mut |command| {
-                if found.is_none()
-                    && command
-                        .argv
-                        .first()
-                        .is_some_and(|p| shell::program(p) == "git")
-                {
-                    found = judge_git(&command.argv[1..], None);
-                }
-            });
-            found
+        // Unreachable objects pruned now: commits only the reflog still held.
+        "gc" | "prune" => args
+            .iter()
+            .any(|a| {
+                (subcommand == "prune" && !a.starts_with('-'))
+                    || a.strip_prefix("--prune=")
+                        .or_else(|| a.strip_prefix("--expire="))
+                        .is_some_and(|v| matches!(v, "now" | "all") || v.contains("ago"))
+            })
+            .then_some(HISTORY_REWRITE),
+        "checkout-index"
+            if (short('f') || long("--force", 3)) && (short('a') || long("--all", 3)) =>
+        {
+            Some(DISCARD_CHANGES)
         }
+        "worktree" if operands.first() == Some(&"remove") && (short('f') || long("--force", 3)) => {
+            Some(DISCARD_CHANGES)
+        }
+        "submodule"
+            if operands.first() == Some(&"deinit") && (short('f') || long("--force", 3)) =>
+        {
+            Some(DISCARD_CHANGES)
+        }
+        // A branch that exists moved elsewhere (`branch -f main HEAD~5`,
+        // `checkout -B main X`, `switch -C main X`): its commits can be lost.
+        "branch"
+            if (short('f') || long("--force", 3))
+                && !short('d')
+                && !short('D')
+                && !short('m')
+                && !short('c')
+                && operands.len() >= 2 =>
+        {
+            existing_branch_at(cwd, operands[0]).then_some(HISTORY_REWRITE)
+        }
+
         "branch"
             if args.iter().any(|a| {
                 a.starts_with('-') && !a.starts_with("--") && (a.contains('M') || a.contains('C'))
@@ -1514,6 +1628,19 @@ fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
         }
         _ => None,
     }
+}
+
+/// The branch checked out in the repository at `cwd`, when git says.
+fn current_branch(cwd: Option<&Path>) -> Option<String> {
+    let cwd = cwd?;
+    let mut command = crate::system_programs::command("git")?;
+    command
+        .arg("-C")
+        .arg(cwd)
+        .args(["symbolic-ref", "--quiet", "--short", "HEAD"]);
+    let ran =
+        crate::system_programs::run_within(&mut command, std::time::Duration::from_millis(500))?;
+    (ran.code == Some(0)).then(|| ran.stdout.trim().to_owned())
 }
 
 /// Whether `dir` is in a repository (a `.git` there or above): where there is

@@ -76,6 +76,9 @@ impl Place {
 pub struct Reach {
     /// The project's directory, absolute, without a trailing slash.
     pub project: Option<String>,
+    /// Other spellings of the project's directory: a symbolic link to it that
+    /// the harness named (`cwd`, `CLAUDE_PROJECT_DIR`).
+    pub project_aliases: Vec<String>,
     /// The home directory of the user the hook runs as.
     pub home: Option<String>,
     pub scope: DeletionScope,
@@ -93,7 +96,21 @@ impl Reach {
                 .filter(|h| h.starts_with('/') && h.len() > 1)
                 .map(|h| h.trim_end_matches('/').to_owned()),
             scope,
+            project_aliases: Vec::new(),
         }
+    }
+
+    /// The same reach, with `alias` known as another spelling of the project
+    /// when it leads there.
+    pub fn with_alias(mut self, alias: Option<&Path>) -> Reach {
+        if let (Some(alias), Some(project)) = (alias, &self.project)
+            && let Some(text) = alias.to_str().map(|a| a.trim_end_matches('/'))
+            && text != project
+            && std::fs::canonicalize(alias).is_ok_and(|real| real == Path::new(project))
+        {
+            self.project_aliases.push(text.to_owned());
+        }
+        self
     }
 
     /// Where `word` (a path operand as the shell passes it, resolved from `cwd`)
@@ -135,7 +152,8 @@ impl Reach {
         } else if word.starts_with('/') {
             word
         } else {
-            let cwd = cwd.and_then(Path::to_str).or(self.project.as_deref())?;
+            // After `cd` somewhere not known, a relative path is not known.
+            let cwd = cwd.and_then(Path::to_str)?;
             format!("{}/{word}", cwd.trim_end_matches('/'))
         };
         let mut parts: Vec<&str> = Vec::new();
@@ -144,6 +162,17 @@ impl Reach {
                 "" | "." => {}
                 ".." => {
                     parts.pop();
+                }
+                // `.g?t`, `.[g]it`: a pattern that names the repository's
+                // records is them.
+                glob if glob.contains(['*', '?', '['])
+                    && globset::Glob::new(glob).is_ok_and(|g| {
+                        // A pattern aimed at it, not one matching any name.
+                        let g = g.compile_matcher();
+                        g.is_match(".git") && !g.is_match("a") && !g.is_match(".a")
+                    }) =>
+                {
+                    parts.push(".git");
                 }
                 glob if glob.contains(['*', '?', '[']) => {
                     // The directory the glob lists; `name*` in a directory is
@@ -171,6 +200,17 @@ impl Reach {
         if is_repository_record(path) {
             return Place::Repository;
         }
+        let aliased;
+        let path = match self.project_aliases.iter().find_map(|alias| {
+            path.strip_prefix(alias.as_str())
+                .filter(|r| r.is_empty() || r.starts_with('/'))
+        }) {
+            Some(rest) => {
+                aliased = format!("{}{rest}", self.project.as_deref().unwrap_or_default());
+                aliased.as_str()
+            }
+            None => path,
+        };
         if let Some(project) = &self.project {
             if path == project {
                 return if listing {
@@ -246,15 +286,25 @@ impl Reach {
         if top == "users" {
             return match (parts.next(), parts.next()) {
                 (None, _) | (Some(_), None) => Place::System,
-                (Some(_), Some(inner)) => match inner {
-                    "appdata" if parts.clone().next().is_none() => Place::HomeDot,
-                    "appdata" => match parts.next() {
-                        Some("local") if parts.next() == Some("temp") => Place::Temp,
-                        _ => Place::HomeDot,
-                    },
-                    dot if dot.starts_with('.') => Place::HomeDot,
-                    _ => Place::Elsewhere,
-                },
+                (Some(_), Some(inner)) => {
+                    let rest: Vec<&str> = parts.collect();
+                    let under = |path: &[&str]| rest.len() > path.len() && rest.starts_with(path);
+                    match inner {
+                        "appdata" if under(&["local", "temp"]) => Place::Temp,
+                        "appdata"
+                            if under(&["local", "npm-cache"])
+                                || under(&["roaming", "npm-cache"])
+                                || under(&["local", "yarn", "cache"])
+                                || under(&["local", "pip", "cache"]) =>
+                        {
+                            Place::Cache
+                        }
+                        ".nuget" if under(&["packages"]) => Place::Cache,
+                        "appdata" => Place::HomeDot,
+                        dot if dot.starts_with('.') => Place::HomeDot,
+                        _ => Place::Elsewhere,
+                    }
+                }
             };
         }
         if matches!(top, "temp" | "tmp") {
@@ -298,7 +348,9 @@ fn home_place(rest: &str) -> Place {
 fn is_repository_record(path: &str) -> bool {
     let mut parts = path.split('/');
     while let Some(part) = parts.next() {
-        if part == ".git" {
+        // `.GIT` is `.git` where names are compared without case (macOS,
+        // Windows).
+        if part.eq_ignore_ascii_case(".git") {
             return match parts.next() {
                 None => true,
                 Some(inner) => matches!(
@@ -390,7 +442,8 @@ const WINDOWS_VARIABLES: &[(&[&str], &str)] = &[
     ),
     (&["programdata", "allusersprofile"], "c:/programdata"),
     (&["userprofile"], "c:/users/me"),
-    (&["appdata", "localappdata"], "c:/users/me/appdata"),
+    (&["appdata"], "c:/users/me/appdata/roaming"),
+    (&["localappdata"], "c:/users/me/appdata/local"),
     (&["temp", "tmp"], "c:/users/me/appdata/local/temp"),
 ];
 
@@ -413,6 +466,7 @@ const TEMP_ROOTS: &[&str] = &[
     "/private/tmp",
     "/dev/shm",
     "/private/var/folders",
+    "/var/folders",
 ];
 
 /// Directories of the system: their contents belong to the machine, not the
@@ -454,6 +508,11 @@ const HOME_CACHES: &[&str] = &[
     ".cache",
     "Library/Caches",
     "Library/Developer/Xcode/DerivedData",
+    ".conda/pkgs",
+    ".ivy2/cache",
+    ".sbt/boot",
+    ".pub-cache",
+    ".composer/cache",
     ".npm/_cacache",
     ".npm/_npx",
     ".cargo/registry/cache",
@@ -481,6 +540,7 @@ mod tests {
             project: Some("/home/dev/app".into()),
             home: Some("/home/dev".into()),
             scope: DeletionScope::Project,
+            project_aliases: Vec::new(),
         }
     }
 

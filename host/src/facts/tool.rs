@@ -192,6 +192,7 @@ pub fn derive(
                     targets: deleted,
                     recursive: false,
                     forced: true,
+                    substituted: false,
                 },
                 &Reach::new(project.or(cwd), patterns.deletion_scope()),
                 cwd,
@@ -413,7 +414,13 @@ impl Effects {
         patterns: &Patterns,
         project: Option<&Path>,
     ) -> Effects {
-        let reach = Reach::new(project.or(cwd), patterns.deletion_scope());
+        let reach = Reach::new(project.or(cwd), patterns.deletion_scope())
+            .with_alias(cwd)
+            .with_alias(
+                std::env::var_os("CLAUDE_PROJECT_DIR")
+                    .as_deref()
+                    .map(Path::new),
+            );
         // Paths are judged from where the command runs, resolved as the project's
         // path is; a directory that is not there runs nothing, and the project
         // stands in for it.

@@ -45,6 +45,7 @@ pub fn scripts(argv: &[String]) -> Vec<Script> {
     let name = program(first);
     let args = &argv[1..];
     let name = name.strip_suffix(".exe").unwrap_or(name);
+    let name = super::interpreter_family(name).unwrap_or(name);
     match name {
         "eval" => vec![Script::Shell(args.join(" "))],
         "env" if splits_string(args) => env_split_string(args).into_iter().collect(),
@@ -133,43 +134,121 @@ fn editor_shell_command(command: &str) -> Option<String> {
     Some(inner[..inner.find(quote)?].to_owned())
 }
 
-/// git settings whose value is a command git runs in a shell, given on the
-/// command line (`git -c core.editor='…' commit`): the editor, the pager, the
-/// ssh command, an external diff, the fsmonitor hook, and `!`-helpers.
+/// What git runs in a shell for a command line: the value of a setting that
+/// names a command, given with `-c` (`git -c core.editor='…' commit`) or written
+/// with `git config KEY VALUE` (it runs at the next command that uses it); and
+/// the commands `submodule foreach`, `rebase --exec`/`-x`, `bisect run` and
+/// `difftool -x` run.
 fn git_settings_scripts(args: &[String]) -> Vec<Script> {
     let mut scripts = Vec::new();
     let mut words = args.iter();
+    let mut subcommand_at = None;
     while let Some(word) = words.next() {
-        if word != "-c" {
-            if !word.starts_with('-') {
-                break;
+        if word == "-c" {
+            if let Some((key, value)) = words.next().and_then(|kv| kv.split_once('=')) {
+                scripts.extend(setting_script(key, value));
             }
             continue;
         }
-        let Some((key, value)) = words.next().and_then(|kv| kv.split_once('=')) else {
+        if matches!(
+            word.as_str(),
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" | "--config-env"
+        ) {
+            words.next();
             continue;
-        };
-        let key = key.to_ascii_lowercase();
-        let runs = matches!(
-            key.as_str(),
-            "core.editor"
-                | "sequence.editor"
-                | "core.pager"
-                | "core.sshcommand"
-                | "diff.external"
-                | "core.fsmonitor"
-                | "gpg.program"
-                | "core.askpass"
-        ) || key.starts_with("pager.");
-        if runs && !value.is_empty() {
-            scripts.push(Script::Shell(value.to_owned()));
-        } else if let Some(shell) = value.strip_prefix('!')
-            && (key.starts_with("credential") || key.starts_with("alias."))
-        {
-            scripts.push(Script::Shell(shell.to_owned()));
+        }
+        if !word.starts_with('-') {
+            subcommand_at = args.iter().position(|w| std::ptr::eq(w, word));
+            break;
         }
     }
+    let Some(at) = subcommand_at else {
+        return scripts;
+    };
+    let rest = &args[at + 1..];
+    let operands: Vec<&String> = rest.iter().filter(|w| !w.starts_with('-')).collect();
+    match args[at].as_str() {
+        "config" => {
+            // `git config [--global] [set] KEY VALUE`.
+            let words: Vec<&String> = operands
+                .iter()
+                .copied()
+                .skip_while(|w| *w == "set")
+                .collect();
+            if let [key, value, ..] = words.as_slice() {
+                scripts.extend(setting_script(key, value));
+            }
+        }
+        "submodule" if operands.first().is_some_and(|w| *w == "foreach") => {
+            let from = rest
+                .iter()
+                .position(|w| w == "foreach")
+                .map_or(0, |p| p + 1);
+            let command: Vec<&str> = rest[from..]
+                .iter()
+                .map(String::as_str)
+                .skip_while(|w| matches!(*w, "--recursive" | "-q" | "--quiet"))
+                .collect();
+            if !command.is_empty() {
+                scripts.push(Script::Shell(command.join(" ")));
+            }
+        }
+        "rebase" => {
+            let mut words = rest.iter();
+            while let Some(word) = words.next() {
+                if word == "-x" || word == "--exec" {
+                    scripts.extend(words.next().map(|c| Script::Shell(c.clone())));
+                } else if let Some(command) = word.strip_prefix("--exec=") {
+                    scripts.push(Script::Shell(command.to_owned()));
+                }
+            }
+        }
+        "bisect" if operands.first().is_some_and(|w| *w == "run") => {
+            let from = rest.iter().position(|w| w == "run").map_or(0, |p| p + 1);
+            scripts.push(Script::Shell(rest[from..].join(" ")));
+        }
+        "difftool" | "mergetool" => {
+            let mut words = rest.iter();
+            while let Some(word) = words.next() {
+                if word == "-x" || word == "--extcmd" {
+                    scripts.extend(words.next().map(|c| Script::Shell(c.clone())));
+                } else if let Some(command) = word.strip_prefix("--extcmd=") {
+                    scripts.push(Script::Shell(command.to_owned()));
+                }
+            }
+        }
+        _ => {}
+    }
     scripts
+}
+
+/// The shell command a git setting names, when it names one: the editor, the
+/// pager, the ssh command, an external diff, the fsmonitor hook, a filter's
+/// clean and smudge, and `!`-aliases and credential helpers.
+fn setting_script(key: &str, value: &str) -> Option<Script> {
+    let key = key.to_ascii_lowercase();
+    let runs = matches!(
+        key.as_str(),
+        "core.editor"
+            | "sequence.editor"
+            | "core.pager"
+            | "core.sshcommand"
+            | "diff.external"
+            | "core.fsmonitor"
+            | "gpg.program"
+            | "core.askpass"
+            | "core.hookspath"
+    ) || key.starts_with("pager.")
+        || (key.starts_with("filter.")
+            && (key.ends_with(".clean") || key.ends_with(".smudge") || key.ends_with(".process")))
+        || (key.starts_with("difftool.") && key.ends_with(".cmd"))
+        || (key.starts_with("mergetool.") && key.ends_with(".cmd"));
+    if runs && !value.is_empty() && key != "core.hookspath" {
+        return Some(Script::Shell(value.to_owned()));
+    }
+    let shell = value.strip_prefix('!')?;
+    (key.starts_with("credential") || key.starts_with("alias."))
+        .then(|| Script::Shell(shell.to_owned()))
 }
 
 /// `env -S 'a b' c`: the split string and what follows it.
@@ -340,6 +419,15 @@ pub(crate) fn interpreter_code(name: &str, args: &[String]) -> Option<String> {
     let mut words = args.iter();
     while let Some(w) = words.next() {
         if flags.contains(&w.as_str()) {
+            code.extend(words.next().cloned());
+        } else if name.starts_with("python")
+            && w.starts_with('-')
+            && !w.starts_with("--")
+            && w.len() > 2
+            && w.ends_with('c')
+            && w[1..].chars().all(|c| c.is_ascii_alphabetic())
+        {
+            // `-qc CODE`, `-Ic CODE`: options bundled before `-c`.
             code.extend(words.next().cloned());
         } else if let Some(attached) = flags.iter().find_map(|f| {
             w.strip_prefix(f)
@@ -608,10 +696,30 @@ fn substitution_flags(command: &str) -> Option<&str> {
     if delimiter.is_alphanumeric() || delimiter == '\\' {
         return None;
     }
-    let mut parts = rest[delimiter.len_utf8()..].splitn(3, delimiter);
-    parts.next()?;
-    parts.next()?;
-    parts.next()
+    // The pattern and the replacement end at the delimiter not escaped by a
+    // backslash (`s/src\/lib/x/g`).
+    let body = &rest[delimiter.len_utf8()..];
+    let mut ends = 0;
+    let mut escaped = false;
+    for (at, c) in body.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            c if c == delimiter => {
+                ends += 1;
+                if ends == 2 {
+                    let flags = &body[at + c.len_utf8()..];
+                    // The flags end where the next command starts (`}` or space).
+                    let end = flags
+                        .find(|f: char| !f.is_ascii_alphanumeric())
+                        .unwrap_or(flags.len());
+                    return Some(&flags[..end]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A string literal in interpreter code, with where it ends.

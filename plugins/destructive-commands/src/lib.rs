@@ -98,7 +98,7 @@ const REASONS: &[(&str, &str, &str)] = &[
     ),
     (
         "delete-outside-project",
-        "it deletes (recursively or without asking) outside the project and the temporary directories",
+        "it deletes or empties, recursively or without asking, what lies outside the project and the temporary directories",
         "delete only inside the project, or under /tmp; if something elsewhere must go, name it to the user and let them delete it",
     ),
     (

@@ -31,6 +31,9 @@ pub struct Deletion {
     pub recursive: bool,
     /// Nothing is asked first (`-f`, `/q`, an interpreter's call).
     pub forced: bool,
+    /// The command's words hold substitutions, so an absolute path may have
+    /// lost its start (`"$(pwd)/dist"` reads `/dist`).
+    pub substituted: bool,
 }
 
 /// The deletion a command (its program lower-cased, `.exe` removed) makes.
@@ -42,10 +45,51 @@ pub fn of_command(program: &str, argv: &[String], cwd: Option<&Path>) -> Option<
             targets: super::operands(args).map(str::to_owned).collect(),
             recursive: true,
             forced: true,
+            substituted: false,
         }),
         // Typed into a POSIX shell (Git Bash, or escaped: `R\emove-Item`).
         "remove-item" | "ri" => Some(of_remove_item(args)),
         "truncate" => of_truncate(args),
+        // `rsync --delete SRC DEST` deletes what DEST has that SRC lacks;
+        // `--remove-source-files` deletes the sources.
+        "rsync" => {
+            let operands: Vec<&str> = super::operands(args).collect();
+            let (sources, destination) = operands.split_last().map(|(d, s)| (s, *d))?;
+            let mut targets = Vec::new();
+            if args.iter().any(|a| a.starts_with("--del")) {
+                targets.push(destination.to_owned());
+            }
+            if args.iter().any(|a| a == "--remove-source-files") {
+                targets.extend(sources.iter().map(|s| (*s).to_owned()));
+            }
+            (!targets.is_empty()).then_some(Deletion {
+                targets,
+                recursive: true,
+                forced: true,
+                substituted: false,
+            })
+        }
+        // `mv .git /tmp/g`: the repository moved away is gone from the project.
+        "mv" | "move-item" => {
+            let operands: Vec<&str> = super::operands(args).collect();
+            let (_, sources) = operands.split_last()?;
+            let repositories: Vec<String> = sources
+                .iter()
+                .filter(|s| {
+                    s.trim_end_matches('/')
+                        .rsplit('/')
+                        .next()
+                        .is_some_and(|n| n.eq_ignore_ascii_case(".git"))
+                })
+                .map(|s| (*s).to_owned())
+                .collect();
+            (!repositories.is_empty()).then_some(Deletion {
+                targets: repositories,
+                recursive: true,
+                forced: true,
+                substituted: false,
+            })
+        }
         // `npx rimraf DIR`: a package's program, fetched and run.
         "npx" | "pnpx" | "bunx" => {
             let at = args.iter().position(|a| !a.starts_with('-'))?;
@@ -56,6 +100,10 @@ pub fn of_command(program: &str, argv: &[String], cwd: Option<&Path>) -> Option<
         "python" | "python2" | "python3" | "perl" | "ruby" | "node" | "nodejs" | "bun" | "deno" => {
             of_interpreter(program, args, cwd)
         }
+        // `python3.11`, `pypy3`: a Python all the same.
+        versioned if shell::interpreter_family(versioned).is_some() => {
+            of_interpreter(shell::interpreter_family(versioned)?, args, cwd)
+        }
         _ => None,
     }
 }
@@ -64,7 +112,11 @@ pub fn of_command(program: &str, argv: &[String], cwd: Option<&Path>) -> Option<
 pub fn judge(deletion: &Deletion, reach: &Reach, cwd: Option<&Path>) -> Option<&'static str> {
     let mut found = None;
     for target in &deletion.targets {
-        let reason = match reach.place(target, cwd) {
+        let place = match reach.place(target, cwd) {
+            Place::Elsewhere if deletion.substituted && target.starts_with('/') => Place::Unknown,
+            place => place,
+        };
+        let reason = match place {
             Place::System if deletion.recursive => Some(super::RECURSIVE_DELETE),
             Place::Repository => Some(REPOSITORY_DELETE),
             place if (deletion.recursive || deletion.forced) && !place.deletable(reach.scope) => {
@@ -112,7 +164,12 @@ fn of_rm(program: &str, args: &[String]) -> Deletion {
             .take_while(|a| *a != "--")
             .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(flag))
     };
-    let long = |name: &str| args.iter().take_while(|a| *a != "--").any(|a| a == name);
+    // GNU takes any unambiguous prefix of a long option (`--recu`, `--forc`).
+    let long = |name: &str| {
+        args.iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a.len() >= 3 && name.starts_with(a.as_str()))
+    };
     let posix_rmdir = matches!(program, "rmdir" | "rd") && !has_cmd('s');
     let recursive =
         !posix_rmdir && (short('r') || short('R') || long("--recursive") || has_cmd('s'));
@@ -130,6 +187,7 @@ fn of_rm(program: &str, args: &[String]) -> Deletion {
         targets: if posix_rmdir { Vec::new() } else { targets },
         recursive,
         forced,
+        substituted: false,
     }
 }
 
@@ -190,6 +248,7 @@ fn of_truncate(args: &[String]) -> Option<Deletion> {
         targets,
         recursive: false,
         forced: true,
+        substituted: false,
     })
 }
 
@@ -277,6 +336,7 @@ fn of_find(args: &[String]) -> Option<Deletion> {
         targets,
         recursive: true,
         forced: true,
+        substituted: false,
     })
 }
 
