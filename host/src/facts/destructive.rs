@@ -231,7 +231,7 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
         // `cd -P DIR`, `cd -- DIR`: its options are not where it goes.
         let target = argv[1..]
             .iter()
-            .find(|w| !w.is_empty() && !(w.starts_with('-') && w.len() > 1))
+            .find(|w| !(w.is_empty() || (w.starts_with('-') && w.len() > 1)))
             .or(argv.get(1));
         if target.is_some_and(|t| t == "-") {
             // The previous directory: not known here.
@@ -422,7 +422,7 @@ pub fn judge(command: &Command, patterns: &Patterns, line: &mut Line) -> Option<
     let program = program.strip_suffix(".exe").unwrap_or(&program);
     let computed = program.is_empty() || program.starts_with('$');
     if computed {
-        return ["git", "rm", "chmod", "dd", "find", "shred"]
+        return ["git", "rm", "chmod", "dd", "find"]
             .iter()
             .find_map(|name| {
                 judge_program(name, cwd, command).or_else(|| {
