@@ -37,6 +37,26 @@ fn judged(project: &Project, tool: &str, command: &str) -> Option<String> {
     })
 }
 
+/// `sandrail hook --harness HARNESS` on `payload`, in the harness's own dialect.
+fn hook_as(project: &Project, harness: &str, payload: &Value) -> Run {
+    use std::io::Write;
+    let mut child = project
+        .cmd()
+        .args(["hook", "--harness", harness])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start sandrail hook");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&serde_json::to_vec(payload).expect("payload"))
+        .expect("write the payload");
+    Run(child.wait_with_output().expect("sandrail hook"))
+}
+
 /// Why the hook refused, when it did (an answer with nothing to say is none).
 fn refusal(run: &Run) -> Option<String> {
     if run.stdout().trim().is_empty() {
@@ -515,22 +535,7 @@ fn every_harness_shell_gets_the_same_analysis() {
     ];
     let mut wrong = Vec::new();
     for (harness, payload) in cases {
-        use std::io::Write;
-        let mut child = project
-            .cmd()
-            .args(["hook", "--harness", harness])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start sandrail hook");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(&serde_json::to_vec(&payload).expect("payload"))
-            .expect("write the payload");
-        let run = Run(child.wait_with_output().expect("sandrail hook"));
+        let run = hook_as(&project, harness, &payload);
         let out = run.stdout();
         if !(out.contains("destructive-commands/delete-outside-project")
             || out.contains("destructive-commands/repository-delete"))
@@ -549,26 +554,11 @@ fn pieces_typed_into_a_shell_are_judged_joined() {
     let project = Project::new();
     let cwd = project.dir().to_string_lossy().into_owned();
     let typed = |shell: &str, input: &str| {
-        use std::io::Write;
         let payload = json!({
             "timestamp": 1, "cwd": cwd, "sessionId": "typing", "toolName": "write_bash",
             "toolArgs": json!({"sessionId": shell, "input": input}).to_string(),
         });
-        let mut child = project
-            .cmd()
-            .args(["hook", "--harness", "copilot"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start sandrail hook");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(&serde_json::to_vec(&payload).expect("payload"))
-            .expect("write the payload");
-        Run(child.wait_with_output().expect("sandrail hook")).stdout()
+        hook_as(&project, "copilot", &payload).stdout()
     };
     assert!(!typed("sh1", "git push origin main -").contains("deny"));
     let joined = typed("sh1", "f\n");
