@@ -1632,14 +1632,7 @@ fn judge_git(args: &[String], cwd: Option<&Path>) -> Option<&'static str> {
 
 /// The branch checked out in the repository at `cwd`, when git says.
 fn current_branch(cwd: Option<&Path>) -> Option<String> {
-    let cwd = cwd?;
-    let mut command = crate::system_programs::command("git")?;
-    command
-        .arg("-C")
-        .arg(cwd)
-        .args(["symbolic-ref", "--quiet", "--short", "HEAD"]);
-    let ran =
-        crate::system_programs::run_within(&mut command, std::time::Duration::from_millis(500))?;
+    let ran = git_in(cwd?, &["symbolic-ref", "--quiet", "--short", "HEAD"])?;
     (ran.code == Some(0)).then(|| ran.stdout.trim().to_owned())
 }
 
@@ -1660,43 +1653,24 @@ fn existing_branch_at(cwd: Option<&Path>, name: &str) -> bool {
     if !in_a_repository(cwd) {
         return false;
     }
-    let Some(mut command) = crate::system_programs::command("git") else {
-        return true;
-    };
-    command.arg("-C").arg(cwd).args([
-        "show-ref",
-        "--verify",
-        "--quiet",
-        &format!("refs/heads/{name}"),
-    ]);
-    crate::system_programs::run_within(&mut command, std::time::Duration::from_millis(500))
+    let reference = format!("refs/heads/{name}");
+    git_in(cwd, &["show-ref", "--verify", "--quiet", &reference])
         .is_none_or(|ran| ran.code != Some(1))
+}
+
+/// The system's git run in the repository at `cwd`; a repository's git asked
+/// about a branch answers at once, or not at all (None).
+fn git_in(cwd: &Path, args: &[&str]) -> Option<crate::system_programs::Ran> {
+    let mut command = crate::system_programs::command("git")?;
+    command.arg("-C").arg(cwd).args(args);
+    crate::system_programs::run_within(&mut command, std::time::Duration::from_millis(500))
 }
 
 /// Whether `name` is a branch of the repository at `cwd` other than the one
 /// checked out (renaming the current branch onto itself changes nothing). Unknown
 /// (no cwd, no git of the system's, git too slow) counts as existing.
 fn existing_branch(cwd: Option<&Path>, name: &str) -> bool {
-    /// A repository's git asked about a branch answers at once, or not at all.
-    const GIT_DEADLINE: std::time::Duration = std::time::Duration::from_millis(500);
-    let Some(cwd) = cwd else {
-        return true;
-    };
-    if !in_a_repository(cwd) {
-        return false;
-    }
-    let git = |args: &[&str]| {
-        let mut command = crate::system_programs::command("git")?;
-        command.arg("-C").arg(cwd).args(args);
-        crate::system_programs::run_within(&mut command, GIT_DEADLINE)
-    };
-    let reference = format!("refs/heads/{name}");
-    match git(&["show-ref", "--verify", "--quiet", &reference]) {
-        Some(ran) if ran.code == Some(1) => false,
-        Some(ran) if ran.code == Some(0) => git(&["symbolic-ref", "--quiet", "HEAD"])
-            .is_none_or(|head| head.stdout.trim() != reference),
-        _ => true,
-    }
+    existing_branch_at(cwd, name) && current_branch(cwd).is_none_or(|head| head != name)
 }
 
 fn is_false(value: &str) -> bool {
