@@ -15,11 +15,22 @@ impl FlagError {
             FlagError::Unavailable(why) => format!("state unavailable: {why}"),
         }
     }
+
+    /// The flags could not be had for this event (the session's state is busy or
+    /// kept from sandrail): nothing was read or changed.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, FlagError::Unavailable(_))
+    }
 }
 
 impl From<FlagError> for crate::Error {
     fn from(e: FlagError) -> Self {
-        crate::Error::msg(format!("flags: {}", e.message()))
+        let message = format!("flags: {}", e.message());
+        if e.is_unavailable() {
+            crate::Error::unavailable(message)
+        } else {
+            crate::Error::msg(message)
+        }
     }
 }
 

@@ -253,19 +253,42 @@ impl Problem {
     }
 }
 
-/// What went wrong inside a guardrail.
+/// What went wrong inside a guardrail. Returned from `evaluate`, it makes the
+/// host report the guardrail as failed (its `on_error` decides); a guardrail that
+/// can judge without its state checks [`Error::is_state_unavailable`] instead.
 #[derive(Debug)]
-pub struct Error(String);
+pub struct Error {
+    message: String,
+    state_unavailable: bool,
+}
 
 impl Error {
     pub fn msg(message: impl std::fmt::Display) -> Self {
-        Error(message.to_string())
+        Error {
+            message: message.to_string(),
+            state_unavailable: false,
+        }
+    }
+
+    /// The session's state (keys or flags) could not be had for this event: the
+    /// lock was busy or held by another program, or the store is unusable.
+    /// Nothing was read or written; the host answers violations at their rule's
+    /// default level.
+    pub fn is_state_unavailable(&self) -> bool {
+        self.state_unavailable
+    }
+
+    pub(crate) fn unavailable(message: String) -> Self {
+        Error {
+            message,
+            state_unavailable: true,
+        }
     }
 }
 
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -273,13 +296,18 @@ impl std::error::Error for Error {}
 
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Self {
-        Error(format!("JSON: {e}"))
+        Error::msg(format!("JSON: {e}"))
     }
 }
 
 impl From<StateError> for Error {
     fn from(e: StateError) -> Self {
-        Error(format!("state: {}", e.message()))
+        let message = format!("state: {}", e.message());
+        if e.is_unavailable() {
+            Error::unavailable(message)
+        } else {
+            Error::msg(message)
+        }
     }
 }
 

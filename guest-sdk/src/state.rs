@@ -30,6 +30,12 @@ impl StateError {
         };
         std::mem::take(f)
     }
+
+    /// The state could not be had for this event (not a limit this guardrail
+    /// reached): nothing was read or written.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StateError::Unavailable(_))
+    }
 }
 
 thread_local! {

@@ -39,6 +39,10 @@ pub struct Override {
     /// The rule's counter when the call was let through (it does not move).
     pub counter: u64,
     pub detected: Detected,
+    /// dotforge's `reason`: why the person let the call through. Empty, as in
+    /// dotforge: neither an approval nor a repeated call says why.
+    #[serde(default)]
+    pub reason: String,
 }
 
 impl Override {

@@ -298,12 +298,13 @@ pub fn render(templates: &Templates, vars: &Vars<'_>) -> Option<String> {
         .next_threshold
         .map_or_else(|| "max".to_owned(), |t| t.to_string());
     let counter = vars.escalated.counter.to_string();
+    let message = worded_for(level, vars.message);
     let text = substitute(
         template,
         &[
             ("guardrail", vars.guardrail),
             ("rule", vars.rule),
-            ("message", vars.message),
+            ("message", &message),
             ("counter", &counter),
             ("threshold", &threshold),
             ("level", level.name()),
@@ -321,6 +322,19 @@ pub fn render(templates: &Templates, vars: &Vars<'_>) -> Option<String> {
         level.max_chars(),
     ))
 }
+
+/// A violation's message as said at `level`. Guardrails word their messages for
+/// a refusal ("Refused: …", as the builtins do); below soft_block the call runs,
+/// so that word becomes "Noted:".
+fn worded_for(level: Level, message: &str) -> std::borrow::Cow<'_, str> {
+    match message.strip_prefix(REFUSED) {
+        Some(rest) if !level.blocks() => format!("{NOTED}{rest}").into(),
+        _ => message.into(),
+    }
+}
+
+const REFUSED: &str = "Refused:";
+const NOTED: &str = "Noted:";
 
 /// Replaces each `{name}` with its value in one pass, so a value that contains a
 /// `{name}` is not expanded again; names it does not know stay as written.
@@ -407,6 +421,32 @@ mod tests {
             err("[rules.x]\nescalation = [{after = 0, level = 'nudge'}]"),
             "enforcement.rules.x.escalation[0]: `after` counts violations and starts at 1"
         );
+    }
+
+    #[test]
+    fn a_refusal_s_word_becomes_noted_below_soft_block() {
+        let templates = Templates::default();
+        let at = |level: Level| {
+            render(
+                &templates,
+                &Vars {
+                    guardrail: "g",
+                    rule: "r",
+                    message: "Refused: rm -rf of the home directory.",
+                    tool_name: "Bash",
+                    escalated: &Escalated {
+                        counter: 1,
+                        level,
+                        next_threshold: None,
+                    },
+                },
+            )
+            .unwrap_or_default()
+        };
+        assert!(at(Level::Nudge).starts_with("Noted: rm -rf"));
+        assert!(at(Level::Warning).starts_with("Noted: rm -rf"));
+        assert!(at(Level::SoftBlock).starts_with("Refused: rm -rf"));
+        assert!(at(Level::HardBlock).starts_with("Refused: rm -rf"));
     }
 
     #[test]

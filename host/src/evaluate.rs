@@ -71,7 +71,7 @@ pub fn evaluate(
 ) -> Decision {
     let mut decision = Decision::default();
     confirm_asked(input, config, dirs);
-    let mut prepared = select(input, config, dirs, engine, &mut decision);
+    let prepared = select(input, config, dirs, engine, &mut decision);
     // The session's counters advance with every tool call while a guardrail reads
     // them, whether or not a guardrail judges this one.
     let kept = runtime::kept_facts(config, dirs.cache.as_deref());
@@ -100,182 +100,195 @@ pub fn evaluate(
     if let Some(turn) = &turn {
         facts.set_turn(turn);
     }
-    // Self-protection comes before every guardrail: what it refuses, none sees
-    // (the session still counts the attempt).
-    if guarding && let Some(reason) = self_protection(input, config, dirs, &facts) {
-        decision.ask = false;
-        decision.trace.host_refused = true;
-        decision
-            .refusals
-            .push(guest_text::attributed(HOST_AUTHOR, &reason));
-        prepared.clear();
-    }
-    if prepared.is_empty() && !duties.besides_guarding() {
-        return decision;
-    }
-    if stopping && turn.is_none() {
-        eprintln!(
-            "sandrail: this Stop's turn is unknown, so no context counts as entered in this turn"
-        );
-    }
-    let project = crate::cycle::project_of(dirs.project.as_deref(), input);
-    let looked = if recording {
-        crate::cycle::look_at_changes(input, &facts, project.as_deref())
-    } else {
-        Vec::new()
-    };
-    // At Stop, every context may have to leave: whether it is active is known once
-    // the session is held.
-    let mut leaving = if stopping {
-        contexts_that_may_leave(input, config, dirs, engine)
-    } else {
-        Vec::new()
-    };
-    let turn_id = turn.as_ref().map(transcript::Turn::id);
-    let mut base_event = base_event(input, &facts, turn.clone());
-
-    let stateful: Vec<&str> = prepared
-        .iter()
-        .filter(|(_, p)| p.uses_state)
-        .map(|(g, _)| g.name.as_str())
-        .collect();
-    // Escalation keeps its counters in the session too, and so do the facts.
-    let needs_state = !stateful.is_empty()
-        || prepared
-            .iter()
-            .any(|(g, _)| g.enforcement.is_some() || g.is_context())
-        || duties.besides_guarding()
-        || (!kept.is_empty() && !prepared.is_empty());
-    let now = crate::clock::now();
-    // Only a PreToolUse can be approved and sent again after a refusal.
-    let input_hash = (input.kind == crate::event::EventKind::PreToolUse)
-        .then(|| input_fingerprint(input.tool_input.as_deref().unwrap_or("null")));
-    let tool_use_id = input.fields.get("tool_use_id").and_then(|v| v.as_str());
-    let Held {
-        mut txn,
-        unavailable,
-        withheld,
-    } = if needs_state {
-        hold(input, config, dirs, &stateful, &mut decision)
-    } else {
-        Held::not_needed()
-    };
-    let state_lost = txn.is_none();
-    let mut session_facts = None;
-    if keeps_session || keeps_case {
-        session_facts =
-            add_costly_facts(&mut facts, txn.as_ref(), config, keeps_session, keeps_case);
-        base_event.facts = facts.to_json();
-    }
-    if recording && let Some(t) = txn.as_mut() {
-        let recorded = crate::cycle::record_call(t, input, &facts, turn.as_ref(), looked, now);
-        if let Err(e) = recorded {
-            eprintln!("sandrail: this call could not be recorded in the cycle's span: {e}");
+    // Self-protection refuses what would change what sandrail depends on, but
+    // the guardrails still judge the call: what they refuse is named first, under
+    // its rule, and counted.
+    let protection = guarding
+        .then(|| self_protection(input, config, dirs, &facts))
+        .flatten();
+    let mut decision = 'judged: {
+        if prepared.is_empty() && !duties.besides_guarding() {
+            break 'judged decision;
         }
-    }
-    // Contexts that are not active have nothing to leave.
-    if let Some(t) = txn.as_ref() {
-        leaving.retain(|(g, _)| t.context(&g.name).is_ok_and(|c| c.active));
-    } else if !leaving.is_empty() {
-        eprintln!("sandrail: the contexts' states cannot be read, so none leaves at this Stop");
-        leaving.clear();
-    }
-    if prepared.is_empty() && leaving.is_empty() {
-        if stopping {
-            stop::settle(&mut txn, &mut decision, input, turn.as_ref(), config);
-        }
-        advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
-        commit(txn, &mut decision, config);
-        return decision;
-    }
-
-    let components = prepared
-        .iter()
-        .map(|(_, p)| p)
-        .chain(leaving.iter().filter_map(|(_, p)| p.as_ref().ok()));
-    let runtime = match engine.runtime_for(dirs.cache.clone(), components) {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            let why = format!("cannot start the WebAssembly runtime: {e:#}");
-            eprintln!("sandrail: {why}");
-            host_failure(&mut decision, config, &why);
-            return decision;
-        }
-    };
-    let loaded = load(&runtime, &prepared, config, &mut decision);
-
-    // Once a refusal cuts the chain, only guardrails that touch flags still run,
-    // and only their flag changes count: a flag records that something was
-    // attempted, whatever became of the attempt.
-    let cut = !decision.refusals.is_empty() && protocol::can_refuse(input.kind);
-    let scope = Scope {
-        input,
-        config,
-        base_event: &base_event,
-        turn: turn.as_ref(),
-        turn_id,
-        now,
-        input_hash,
-        tool_use_id,
-        stopping,
-        state_lost,
-        withheld,
-        deadline,
-    };
-    let mut chain = Chain {
-        decision,
-        txn,
-        cut,
-        unavailable,
-        plain_refusals: Vec::new(),
-        overrides: Vec::new(),
-    };
-    for (guardrail, component, reads_cycle) in &loaded {
-        let run = chain.run(&scope, &runtime, guardrail, component, *reads_cycle);
-        chain.decision.trace.guardrails.push(run);
-    }
-    let Chain {
-        mut decision,
-        mut txn,
-        cut,
-        plain_refusals,
-        overrides,
-        ..
-    } = chain;
-
-    if stopping {
-        if !cut {
-            stop::leave_contexts(
-                &runtime,
-                &mut txn,
-                &mut decision,
-                config,
-                &base_event,
-                leaving,
+        if stopping && turn.is_none() {
+            eprintln!(
+                "sandrail: this Stop's turn is unknown, so no context counts as entered in this turn"
             );
         }
-        stop::settle(&mut txn, &mut decision, input, turn.as_ref(), config);
-    }
-    count_plain_refusals(
-        &mut txn,
-        &plain_refusals,
-        needs_state,
-        input,
-        dirs,
-        config,
-        &mut decision,
-    );
-    advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
-    let committed = commit(txn, &mut decision, config);
-    // An override is on the trail only once the state that recorded it is saved.
-    if committed {
-        write_trail(input, dirs, now, overrides, audit::Detected::Reinvocation);
-    }
-    if runtime::leaves_teardown_to_exit() && runtime.is_own() {
-        std::mem::forget(loaded);
-        std::mem::forget(runtime);
+        let project = crate::cycle::project_of(dirs.project.as_deref(), input);
+        let looked = if recording {
+            crate::cycle::look_at_changes(input, &facts, project.as_deref())
+        } else {
+            Vec::new()
+        };
+        // At Stop, every context may have to leave: whether it is active is known once
+        // the session is held.
+        let mut leaving = if stopping {
+            contexts_that_may_leave(input, config, dirs, engine)
+        } else {
+            Vec::new()
+        };
+        let turn_id = turn.as_ref().map(transcript::Turn::id);
+        let mut base_event = base_event(input, &facts, turn.clone());
+
+        let stateful: Vec<&str> = prepared
+            .iter()
+            .filter(|(_, p)| p.uses_state)
+            .map(|(g, _)| g.name.as_str())
+            .collect();
+        // Escalation keeps its counters in the session too, and so do the facts.
+        let needs_state = !stateful.is_empty()
+            || prepared
+                .iter()
+                .any(|(g, _)| g.enforcement.is_some() || g.is_context())
+            || duties.besides_guarding()
+            || (!kept.is_empty() && !prepared.is_empty());
+        let now = crate::clock::now();
+        // Only a PreToolUse can be approved and sent again after a refusal.
+        let input_hash = (input.kind == crate::event::EventKind::PreToolUse)
+            .then(|| input_fingerprint(input.tool_input.as_deref().unwrap_or("null")));
+        let tool_use_id = input.fields.get("tool_use_id").and_then(|v| v.as_str());
+        let Held {
+            mut txn,
+            unavailable,
+        } = if needs_state {
+            hold(input, config, dirs, &stateful, &mut decision)
+        } else {
+            Held::not_needed()
+        };
+        let state_lost = txn.is_none();
+        let mut session_facts = None;
+        if keeps_session || keeps_case {
+            session_facts =
+                add_costly_facts(&mut facts, txn.as_ref(), config, keeps_session, keeps_case);
+            base_event.facts = facts.to_json();
+        }
+        if recording && let Some(t) = txn.as_mut() {
+            let recorded = crate::cycle::record_call(t, input, &facts, turn.as_ref(), looked, now);
+            if let Err(e) = recorded {
+                eprintln!("sandrail: this call could not be recorded in the cycle's span: {e}");
+            }
+        }
+        // Contexts that are not active have nothing to leave.
+        if let Some(t) = txn.as_ref() {
+            leaving.retain(|(g, _)| t.context(&g.name).is_ok_and(|c| c.active));
+        } else if !leaving.is_empty() {
+            eprintln!("sandrail: the contexts' states cannot be read, so none leaves at this Stop");
+            leaving.clear();
+        }
+        if prepared.is_empty() && leaving.is_empty() {
+            if stopping {
+                stop::settle(&mut txn, &mut decision, input, turn.as_ref(), config);
+            }
+            advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
+            commit(txn, &mut decision, config);
+            break 'judged decision;
+        }
+
+        let components = prepared
+            .iter()
+            .map(|(_, p)| p)
+            .chain(leaving.iter().filter_map(|(_, p)| p.as_ref().ok()));
+        let runtime = match engine.runtime_for(dirs.cache.clone(), components) {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                let why = format!("cannot start the WebAssembly runtime: {e:#}");
+                eprintln!("sandrail: {why}");
+                host_failure(&mut decision, config, &why);
+                break 'judged decision;
+            }
+        };
+        let loaded = load(&runtime, &prepared, config, &mut decision);
+
+        // Once a refusal cuts the chain, only guardrails that touch flags still run,
+        // and only their flag changes count: a flag records that something was
+        // attempted, whatever became of the attempt.
+        let cut = !decision.refusals.is_empty() && protocol::can_refuse(input.kind);
+        let scope = Scope {
+            input,
+            config,
+            base_event: &base_event,
+            turn: turn.as_ref(),
+            turn_id,
+            now,
+            input_hash,
+            tool_use_id,
+            stopping,
+            state_lost,
+            protected: protection.is_some(),
+            deadline,
+        };
+        let mut chain = Chain {
+            decision,
+            txn,
+            cut,
+            unavailable,
+            plain_refusals: Vec::new(),
+            overrides: Vec::new(),
+        };
+        for (guardrail, component, reads_cycle) in &loaded {
+            let run = chain.run(&scope, &runtime, guardrail, component, *reads_cycle);
+            chain.decision.trace.guardrails.push(run);
+        }
+        let Chain {
+            mut decision,
+            mut txn,
+            cut,
+            plain_refusals,
+            overrides,
+            ..
+        } = chain;
+
+        if stopping {
+            if !cut {
+                stop::leave_contexts(
+                    &runtime,
+                    &mut txn,
+                    &mut decision,
+                    config,
+                    &base_event,
+                    leaving,
+                );
+            }
+            stop::settle(&mut txn, &mut decision, input, turn.as_ref(), config);
+        }
+        count_plain_refusals(
+            &mut txn,
+            &plain_refusals,
+            needs_state,
+            input,
+            dirs,
+            config,
+            &mut decision,
+        );
+        advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
+        let committed = commit(txn, &mut decision, config);
+        // An override is on the trail only once the state that recorded it is saved.
+        if committed {
+            write_trail(input, dirs, now, overrides, audit::Detected::Reinvocation);
+        }
+        if runtime::leaves_teardown_to_exit() && runtime.is_own() {
+            std::mem::forget(loaded);
+            std::mem::forget(runtime);
+        }
+        decision
+    };
+    if let Some(reason) = protection {
+        refuse_as_protection(&mut decision, &reason);
     }
     decision
+}
+
+/// Self-protection's verdict, after the guardrails': a call that also breaks a
+/// guardrail's rule (`rm -rf ~` is a destructive command before it is a change
+/// to sandrail's files) is refused under that rule first, and both are said and
+/// recorded. Never a question for the user.
+fn refuse_as_protection(decision: &mut Decision, reason: &str) {
+    decision.ask = false;
+    decision.trace.host_refused = true;
+    decision
+        .refusals
+        .push(guest_text::attributed(HOST_AUTHOR, reason));
 }
 
 /// Stage: select. The guardrails this event wakes (matching it, not switched
@@ -333,9 +346,6 @@ struct Held {
     txn: Option<StateTxn>,
     /// Why the state cannot be had, for the guardrails that ask for it.
     unavailable: String,
-    /// The state kept from sandrail on purpose (its lock held by something that
-    /// is not sandrail at work): the guardrails that need it cannot judge.
-    withheld: Option<String>,
 }
 
 impl Held {
@@ -343,7 +353,6 @@ impl Held {
         Held {
             txn: None,
             unavailable: String::from("no guardrail of this event imports state"),
-            withheld: None,
         }
     }
 }
@@ -381,10 +390,10 @@ fn hold(
             }
             // Waiting out another sandrail process is not a failure; an
             // unusable store is; a lock held by anything else is tampering,
-            // which the person hears of and each guardrail's `on_error` judges.
+            // which the person hears of, while the guardrails judge as at a
+            // lock timeout (default levels; `on_error` for one that cannot).
             if failure.is_tampering() {
                 decision.alerts.push(format!("sandrail: {failure}"));
-                held.withheld = Some(failure.to_string());
             } else if !failure.is_lock_timeout() {
                 host_failure(decision, config, &failure.to_string());
             }
@@ -486,9 +495,8 @@ struct Scope<'a> {
     stopping: bool,
     /// The session's state could not be had for this event.
     state_lost: bool,
-    /// Why the state is kept from sandrail on purpose (its lock held by something
-    /// that is not sandrail at work): the guardrails that need it cannot judge.
-    withheld: Option<String>,
+    /// Self-protection refuses the call whatever the guardrails say.
+    protected: bool,
     /// Past this no guardrail runs ([`crate::deadline`]).
     deadline: Deadline,
 }
@@ -554,25 +562,16 @@ impl Chain {
             ..GuardrailRun::default()
         };
         let context = guardrail.is_context();
-        if let Some(why) = scope.withheld.as_deref()
-            && component.uses_state
-            && !context
-            && !self.cut
+        // Without the state (the lock timed out or is held by another program,
+        // the store is unusable) a context records nothing; a guardrail that keeps
+        // state still judges, its violations answering at their rule's default
+        // level (dotforge: "on timeout, the hook proceeds using default_level for
+        // all behaviors"), and one that cannot judge without its state fails under
+        // its `on_error`. A call self-protection refuses will not run: no context
+        // records it.
+        if (context && (scope.state_lost || scope.protected))
+            || (self.cut && guardrail.flags.is_empty())
         {
-            // It cannot judge without its state: a failure, under its `on_error`.
-            run.verdict = "failed".to_owned();
-            run.refuses = gated(&mut self.decision, &guardrail.name, gate, |d| {
-                could_not_judge(d, guardrail, Stage::Failed, why, "its state is withheld")
-            });
-            self.cut_if_refused(scope, &run);
-            return run;
-        }
-        // Without the state (the lock timed out, the store is unusable) a context
-        // records nothing; a guardrail that keeps state still judges, its
-        // violations answering at their rule's default level (dotforge: "on
-        // timeout, the hook proceeds using default_level for all behaviors"), and
-        // one that cannot judge without its state fails under its `on_error`.
-        if (context && scope.state_lost) || (self.cut && guardrail.flags.is_empty()) {
             return run;
         }
         if let Some(why) = self.failed_requirement(scope, guardrail) {
@@ -846,6 +845,7 @@ impl Chain {
                     ask_for: scope
                         .tool_use_id
                         .filter(|_| asks && scope.input_hash.is_some()),
+                    asks,
                 };
                 escalate(
                     &mut self.txn,
@@ -1015,6 +1015,7 @@ fn write_trail(
             summary: audit::Override::summarise(input.tool_input.as_deref().unwrap_or("")),
             counter,
             detected,
+            reason: String::new(),
         })
         .collect();
     match &dirs.project {

@@ -16,6 +16,7 @@ mod codex;
 mod copilot;
 mod cursor;
 mod gemini;
+pub mod key_order;
 pub mod settings;
 pub mod timeouts;
 pub mod typed;

@@ -27,7 +27,10 @@ pub enum Program {
     Sandrail,
     /// Another one.
     Other,
-    /// Cannot be told: it is exiting, or hides its executable.
+    /// It is exiting: it has let go of its executable and is letting go of its
+    /// files, the lock among them.
+    Exiting,
+    /// Cannot be told: it hides its executable.
     Unknown,
 }
 
@@ -35,6 +38,11 @@ impl Holder {
     /// Whether it is worth waiting for: a sandrail process that is running.
     pub fn lets_go(&self) -> bool {
         self.program == Program::Sandrail && !self.stopped
+    }
+
+    /// Whether it is on its way out, taking its lock with it.
+    pub fn is_exiting(&self) -> bool {
+        self.program == Program::Exiting
     }
 
     /// Whether it is plainly not sandrail at work, so that waiting is pointless.
@@ -49,6 +57,7 @@ impl std::fmt::Display for Holder {
         match self.program {
             Program::Sandrail => {}
             Program::Other => f.write_str(", not a sandrail process")?,
+            Program::Exiting => f.write_str(", exiting")?,
             Program::Unknown => f.write_str(", whose program cannot be seen")?,
         }
         if self.stopped {
@@ -134,7 +143,7 @@ mod linux {
         // An exiting process has let go of its executable before its files.
         let exiting = matches!(state.as_str(), "Z" | "X" | "x" | "");
         let program = match identity(&format!("{proc}/exe")) {
-            _ if exiting => Program::Unknown,
+            _ if exiting => Program::Exiting,
             Some(theirs) if Some(theirs) == identity("/proc/self/exe") => Program::Sandrail,
             Some(_) => Program::Other,
             None => Program::Unknown,

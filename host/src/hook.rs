@@ -317,7 +317,6 @@ fn write_receipt(
     evaluate::host_failure(decision, config, &why);
 }
 
-/// What the harness is answered, in a receipt's words.
 /// What the answer shows: the refusals when there are any, else the notes.
 fn shown(decision: &protocol::Decision) -> Option<String> {
     let shown = if decision.refusals.is_empty() {
@@ -328,6 +327,7 @@ fn shown(decision: &protocol::Decision) -> Option<String> {
     (!shown.is_empty()).then(|| shown.join("\n"))
 }
 
+/// What the harness is answered, in a receipt's words.
 fn answered(kind: EventKind, decision: &protocol::Decision) -> &'static str {
     if decision.refusals.is_empty() || !protocol::can_refuse(kind) {
         "allow"

@@ -272,12 +272,19 @@ fn trusted(dir: PathBuf, what: &str, repairs: &mut Vec<String>) -> Option<PathBu
                 );
                 return None;
             }
-            let repaired = format!(
-                "sandrail: the {what} {} had been given mode {mode:o}; it is the user's alone again (700)",
-                dir.display()
-            );
-            eprintln!("{repaired}");
-            repairs.push(repaired);
+            // A directory only readable by others (`mkdir` under the usual
+            // umask gives 755) is made private without a word: nothing another
+            // user could do with it harms sandrail. One others could write to,
+            // or its owner could not use, was changed by someone: said.
+            let harmful = mode & 0o022 != 0 || mode & 0o700 != 0o700;
+            if harmful {
+                let repaired = format!(
+                    "sandrail: the {what} {} had been given mode {mode:o}; it is the user's alone again (700)",
+                    dir.display()
+                );
+                eprintln!("{repaired}");
+                repairs.push(repaired);
+            }
         }
     }
     Some(dir)

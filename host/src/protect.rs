@@ -411,7 +411,23 @@ pub fn config_change_refusal(input: &HookInput, state: Option<&Path>) -> Option<
         previous.extend(registrations(&claimed));
     }
     let now = registrations(&new);
-    let mut dropped: Vec<&str> = previous.difference(&now).map(String::as_str).collect();
+    // A registration the project's other settings file holds still runs: moved
+    // from the committed file to settings.local.json (as `sandrail init` does), it
+    // is not dropped.
+    let beside: BTreeSet<String> = file
+        .as_deref()
+        .map(sibling_settings)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|sibling| read_settings(sibling))
+        .flat_map(|settings| registrations(&settings))
+        .filter(|r| !r.starts_with("env|"))
+        .collect();
+    let mut dropped: Vec<&str> = previous
+        .iter()
+        .filter(|r| !now.contains(*r) && !beside.contains(*r))
+        .map(String::as_str)
+        .collect();
     dropped.extend(legacy.iter().map(String::as_str).filter(|old| {
         !now.iter()
             .any(|n| n.starts_with(&format!("{old}|")) || n.starts_with(&format!("{old} ")))
@@ -508,6 +524,19 @@ fn claude_settings(project: Option<&Path>) -> Vec<PathBuf> {
                 .into_iter()
                 .map(|h| h.join(".claude/settings.json")),
         )
+        .collect()
+}
+
+/// The project's other Claude Code settings files beside `file` (one of
+/// `.claude/settings.json` and `.claude/settings.local.json`).
+fn sibling_settings(file: &Path) -> Vec<PathBuf> {
+    let Some(project) = file.parent().and_then(Path::parent) else {
+        return Vec::new();
+    };
+    CLAUDE_SETTINGS
+        .iter()
+        .map(|f| project.join(f))
+        .filter(|sibling| CLAUDE_SETTINGS.iter().any(|f| file.ends_with(f)) && sibling != file)
         .collect()
 }
 

@@ -83,6 +83,8 @@ pub struct GuardrailRun {
     pub level: Option<String>,
     /// Whether its answer refuses the event (or would, in observe mode).
     pub refuses: bool,
+    /// The mode that governed its answer (older receipts say `gate`).
+    #[serde(rename = "gate_mode", alias = "gate")]
     pub gate: Gate,
     /// Microseconds from instantiation to verdict.
     pub us: u64,
@@ -140,7 +142,8 @@ pub struct Receipt {
     /// refusal, or the notes, as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// The config's gate mode.
+    /// The config's gate mode, the mode that governed the call (older receipts say `gate`).
+    #[serde(rename = "gate_mode", alias = "gate")]
     pub gate: Gate,
     /// A Stop the guardrails refused, let through because too many were refused
     /// in a row (`settings.max_refused_stops`).
@@ -197,6 +200,8 @@ pub fn append(
         source,
     };
     crate::locations::create_private_dir(state_dir).map_err(io)?;
+    let log = log.map(|socket| anchor::Log { socket, state_dir });
+    let log = log.as_ref();
     if receipt.id.is_empty() {
         receipt.id = new_id(&receipt);
     }
@@ -286,7 +291,7 @@ fn keep_waiting(
     state_dir: &Path,
     mut receipt: Receipt,
     holder: String,
-    log: Option<&Path>,
+    log: Option<&anchor::Log<'_>>,
 ) -> Result<Appended, ReceiptError> {
     let dir = state_dir.join(WAITING_DIR);
     let io = |source| ReceiptError::Io {
@@ -299,7 +304,7 @@ fn keep_waiting(
     let kept = dir.join(format!("{:032}-{}.json", now_nanos(), std::process::id()));
     crate::files::write_atomically(&kept, &line).map_err(io)?;
     if let Some(log) = log {
-        anchor::send(log, &line, crate::clock::now());
+        log.send(&line, crate::clock::now());
     }
     Ok(Appended::Waiting { holder, kept })
 }
@@ -309,7 +314,7 @@ fn chain_waiting(
     state_dir: &Path,
     chain: &mut Chain,
     file: &mut std::fs::File,
-    log: Option<&Path>,
+    log: Option<&anchor::Log<'_>>,
 ) -> std::io::Result<usize> {
     let dir = state_dir.join(WAITING_DIR);
     let mut waiting: Vec<PathBuf> = match std::fs::read_dir(&dir) {
@@ -368,7 +373,7 @@ impl Chain {
         &mut self,
         file: &mut std::fs::File,
         receipt: &mut Receipt,
-        log: Option<&Path>,
+        log: Option<&anchor::Log<'_>>,
     ) -> std::io::Result<()> {
         receipt.prev = self.prev.clone();
         receipt.seq = self.seq.saturating_add(1).max(1);
@@ -383,7 +388,7 @@ impl Chain {
         // One write of the whole line: an O_APPEND write is not interleaved.
         file.write_all(&line)?;
         if let Some(log) = log {
-            anchor::send(log, &body, crate::clock::now());
+            log.send(&body, crate::clock::now());
         }
         self.prev = crate::sha256_hex(&body);
         self.seq = receipt.seq;

@@ -85,7 +85,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     #[error(
-        "another sandrail process held this session's state for longer than the lock timeout ({0:?})"
+        "this session's state stayed busy for longer than the lock timeout ({0:?}): other events of this session, judged one at a time (contention, not tampering)"
     )]
     LockTimeout(Duration),
     #[error(
@@ -589,6 +589,11 @@ impl StateTxn {
         let outcome = match (pending, occurrence.input_hash) {
             (Some(pending), Some(hash))
                 if pending.input_hash == hash
+                    // A soft_block that asks is overridden only by the user's
+                    // answer (the asked call's PostToolUse): the same call sent
+                    // again was never approved, and is asked about again.
+                    && !occurrence.asks
+                    && pending.asked.is_none()
                     // dotforge: `now - blocked_at < window`, the end excluded.
                     && occurrence.now.saturating_sub(pending.at) < occurrence.override_window =>
             {
@@ -739,6 +744,9 @@ pub struct Occurrence<'a> {
     pub override_window: u64,
     /// The call's tool_use_id, when a soft_block asks the user rather than refusing.
     pub ask_for: Option<&'a str>,
+    /// The rule's soft_block asks the user (`soft_block = "ask"`): a repeated call
+    /// is never taken as an override, whether or not this call could be asked.
+    pub asks: bool,
 }
 
 /// What a violation came to.

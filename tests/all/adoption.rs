@@ -22,6 +22,22 @@ fn fixtures() -> PathBuf {
 }
 
 /// This binary, as `init` names it: by its absolute, resolved path.
+/// The registered `command`, run as Claude Code runs it, refuses a force push.
+#[track_caller]
+fn assert_registered_refuses_a_force_push(project: &Project, command: &str) {
+    let push = json!({
+        "session_id": "s-registered", "cwd": project.dir(), "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}
+    });
+    let run = run_registered(project, command, &push);
+    assert_eq!(
+        run.answer()["hookSpecificOutput"]["permissionDecision"],
+        "deny",
+        "{}",
+        run.stderr()
+    );
+}
+
 fn binary() -> String {
     std::fs::canonicalize(BIN)
         .expect("the binary")
@@ -101,9 +117,15 @@ fn init_merges_into_claude_settings_and_is_idempotent() {
     );
     let pre = after["hooks"]["PreToolUse"].as_array().expect("PreToolUse");
     assert_eq!(
-        pre[0], before["hooks"]["PreToolUse"][0],
-        "the team's own hook is kept"
+        pre,
+        before["hooks"]["PreToolUse"]
+            .as_array()
+            .expect("PreToolUse"),
+        "the team's own hook is kept, and the committed file names no machine's binary"
     );
+    // This machine's registration: in the file kept out of the repository.
+    let local = project.dir().join(".claude/settings.local.json");
+    let after = read_json(&local);
     let command = format!("{} hook", binary());
     for event in [
         "PreToolUse",
@@ -126,6 +148,7 @@ fn init_merges_into_claude_settings_and_is_idempotent() {
     }
 
     let text = std::fs::read(&settings).unwrap();
+    let local_text = std::fs::read(&local).unwrap();
     let second = project.init(&[]);
     assert!(second.ok(), "{}", second.stderr());
     assert_eq!(
@@ -133,6 +156,7 @@ fn init_merges_into_claude_settings_and_is_idempotent() {
         text,
         "a second run changes nothing"
     );
+    assert_eq!(std::fs::read(&local).unwrap(), local_text);
     assert!(
         second.stdout().contains("already registers sandrail"),
         "{}",
@@ -160,17 +184,7 @@ fn init_merges_into_claude_settings_and_is_idempotent() {
         "the embedded default's guardrails"
     );
 
-    let push = json!({
-        "session_id": "s-init", "cwd": project.dir(), "hook_event_name": "PreToolUse",
-        "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}
-    });
-    let run = run_registered(&project, &command, &push);
-    assert_eq!(
-        run.answer()["hookSpecificOutput"]["permissionDecision"],
-        "deny",
-        "{}",
-        run.stderr()
-    );
+    assert_registered_refuses_a_force_push(&project, &command);
 }
 
 /// At a terminal, `init` goes on to `sandrail trust`: the person sees the policy
@@ -296,7 +310,7 @@ fn init_dry_run_http_and_broken_settings() {
 
     let run = project.init(&["--http", "http://127.0.0.1:8787/"]);
     assert!(run.ok(), "{}", run.stderr());
-    let doc = read_json(&project.dir().join(".claude/settings.json"));
+    let doc = read_json(&project.dir().join(".claude/settings.local.json"));
     let hook = &doc["hooks"]["Stop"][0]["hooks"][0];
     assert_eq!(hook["type"], "http");
     assert_eq!(hook["url"], "http://127.0.0.1:8787/");
@@ -391,7 +405,7 @@ fn doctor_on_wired_unwired_and_broken_projects() {
 
     let stale = Project::new();
     assert!(stale.init(&[]).ok());
-    let settings = stale.dir().join(".claude/settings.json");
+    let settings = stale.dir().join(".claude/settings.local.json");
     let text = std::fs::read_to_string(&settings)
         .unwrap()
         .replace(&binary(), "/opt/gone/sandrail");
@@ -453,9 +467,10 @@ fn doctor_sees_through_lookalike_and_narrowed_registrations() {
     );
 
     assert!(project.init(&[]).ok());
-    let mut doc = read_json(&settings);
-    doc["hooks"]["PreToolUse"][1]["matcher"] = json!("Write|Edit");
-    std::fs::write(&settings, doc.to_string()).expect("write");
+    let local = project.dir().join(".claude/settings.local.json");
+    let mut doc = read_json(&local);
+    doc["hooks"]["PreToolUse"][0]["matcher"] = json!("Write|Edit");
+    std::fs::write(&local, doc.to_string()).expect("write");
     let run = project.run(&["doctor"]);
     assert!(
         run.stdout().contains("only on tools matching Write|Edit"),
@@ -533,7 +548,16 @@ fn replay_a_session_under_the_default() {
         json!([1, "PostToolUse", "Bash", "-", null, null, null]),
         json!([1, "Stop", null, "-", null, null, null]),
         json!([2, "UserPromptSubmit", null, "-", null, null, null]),
-        json!([2, "PreToolUse", "Bash", "deny", "sandrail", null, null,]),
+        // Destructive before it touches what sandrail depends on: its rule first.
+        json!([
+            2,
+            "PreToolUse",
+            "Bash",
+            "deny",
+            "destructive-commands",
+            "recursive-delete",
+            null
+        ]),
         json!([2, "PreToolUse", "Bash", "allow", null, null, null]),
         json!([2, "PostToolUse", "Bash", "-", null, null, null]),
         json!([2, "Stop", null, "-", null, null, null]),
@@ -675,8 +699,10 @@ fn init_turns_the_sandbox_on_unless_told_not_to_and_doctor_says_which() {
         "{}",
         run.stdout()
     );
-    let settings = read_json(&without.dir().join(".claude/settings.json"));
-    assert_eq!(settings["sandbox"], Value::Null, "{settings:#}");
+    assert!(
+        !without.dir().join(".claude/settings.json").exists(),
+        "no sandbox, and the registration is in settings.local.json"
+    );
     let config = std::fs::read_to_string(without.dir().join("sandrail.toml")).expect("config");
     assert!(config.contains("os_sandbox = false"), "{config}");
     without.trust();
@@ -774,4 +800,98 @@ fn init_uses_what_each_harness_offers() {
         "{}",
         doctor.stdout()
     );
+}
+
+/// What a team commits names no one's binary: an earlier registration of this
+/// machine's binary in `.claude/settings.json` moves to `settings.local.json`,
+/// the committed file keeps every other key where it was, and `doctor` says
+/// when the committed file carries a machine's path, or a bare name the agent
+/// could put first on PATH.
+#[test]
+fn init_keeps_the_committed_settings_free_of_this_machines_path_and_in_its_order() {
+    let project = Project::new();
+    let settings = project.dir().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let command = format!("{} hook", binary());
+    let before = format!(
+        r#"{{
+  "zeta": 1,
+  "permissions": {{"deny": ["Bash(curl:*)"], "allow": ["Bash(npm test)"]}},
+  "hooks": {{"Stop": [{{"hooks": [{{"type": "command", "command": "{command}"}}]}}],
+             "PreToolUse": [{{"matcher": "Bash", "hooks": [{{"type": "command", "command": "./lint.sh"}}]}}]}},
+  "model": "opus"
+}}"#
+    );
+    std::fs::write(&settings, &before).unwrap();
+    assert!(project.doctor_finds("settings", "warning", "this machine's binary"));
+
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(project.dir())
+            .output()
+            .expect("git")
+    };
+    git(&["init", "-q"]);
+    let run = project.init(&[]);
+    assert!(run.ok(), "{}", run.stderr());
+    let text = std::fs::read_to_string(&settings).unwrap();
+    assert!(!text.contains(&command), "{text}");
+    // This machine's file stays out of the repository.
+    let untracked =
+        String::from_utf8_lossy(&git(&["status", "--porcelain", "-uall"]).stdout).into_owned();
+    assert!(
+        untracked.contains(".claude/settings.json") && !untracked.contains("settings.local.json"),
+        "{untracked}"
+    );
+    let order: Vec<usize> = [
+        "\"zeta\"",
+        "\"permissions\"",
+        "\"deny\"",
+        "\"allow\"",
+        "\"hooks\"",
+        "\"model\"",
+        "\"sandbox\"",
+    ]
+    .iter()
+    .map(|key| text.find(key).unwrap_or_else(|| panic!("{key} in {text}")))
+    .collect();
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "keys kept in their order: {text}"
+    );
+    let after = read_json(&settings);
+    assert!(after["hooks"].get("Stop").is_none(), "{after:#}");
+    assert_eq!(
+        after["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "./lint.sh"
+    );
+    let local = read_json(&project.dir().join(".claude/settings.local.json"));
+    assert_eq!(
+        local["hooks"]["Stop"][0]["hooks"][0]["command"],
+        command.as_str(),
+        "{local:#}"
+    );
+    let doctor = project.run(&["doctor", "--json"]).answer();
+    let said: Vec<String> = doctor["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["level"] != "ok")
+        .map(|f| f["said"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        !said
+            .iter()
+            .any(|s| s.contains("binary") || s.contains("PATH")),
+        "{said:#?}"
+    );
+    // The hook registered there judges.
+    assert_registered_refuses_a_force_push(&project, &command);
+
+    // A bare name in the committed file runs whatever `sandrail` is first on PATH.
+    let mut shared = read_json(&settings);
+    shared["hooks"]["Stop"] = json!([{"hooks": [{"type": "command", "command": "sandrail hook"}]}]);
+    std::fs::write(&settings, shared.to_string()).unwrap();
+    assert!(project.doctor_finds("command", "error", "first `sandrail` on PATH"));
 }

@@ -341,3 +341,33 @@ fn another_components_code_renamed_into_place_is_never_run() {
     );
     assert!(told.contains("sandrail: compiled "), "{told}");
 }
+
+/// A state directory the user made with `mkdir` (755 under the usual umask) is
+/// made private without a word: only a mode that lets others write, or shuts
+/// its owner out, is news.
+#[test]
+fn a_state_directory_made_with_mkdir_is_made_private_quietly() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = Project::new();
+    let state = project.state_dir();
+    std::fs::create_dir_all(&state).expect("mkdir");
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let run = project.hook(&write("sess-mkdir", "/home/dev/project/a.rs"));
+    assert!(run.ok(), "{}", run.stderr());
+    assert!(
+        !run.stderr().contains("had been given mode"),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        !run.stdout().contains("had been given mode"),
+        "{}",
+        run.stdout()
+    );
+    let mode = std::fs::metadata(&state)
+        .expect("state")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o700);
+}

@@ -191,7 +191,7 @@ fn commands_say_what_they_did_not_find() {
     );
 }
 
-/// The README's `.claude/settings.json` snippet registers `sandrail hook` for
+/// The README's `.claude/settings.local.json` snippet registers `sandrail hook` by path for
 /// every event sandrail handles, ConfigChange included (self-protection needs it),
 /// so a person who copies it gets all of sandrail.
 #[test]
@@ -216,7 +216,7 @@ fn the_readmes_settings_snippet_registers_every_event() {
         "ConfigChange",
     ] {
         assert_eq!(
-            snippet["hooks"][event][0]["hooks"][0]["command"], "sandrail hook",
+            snippet["hooks"][event][0]["hooks"][0]["command"], "/usr/local/bin/sandrail hook",
             "{event} is not registered"
         );
     }

@@ -163,7 +163,7 @@ fn a_held_lock_times_out_and_the_event_is_still_judged() {
     assert_eq!(
         lock_lines,
         [
-            "sandrail: another sandrail process held this session's state for longer than the lock timeout (200ms); the guardrails that keep state (counter) judge without it for this event: violations answer at their rule's default level, and one that cannot judge without its state follows its on_error"
+            "sandrail: this session's state stayed busy for longer than the lock timeout (200ms): other events of this session, judged one at a time (contention, not tampering); the guardrails that keep state (counter) judge without it for this event: violations answer at their rule's default level, and one that cannot judge without its state follows its on_error"
         ]
     );
     assert!(!stderr.contains("failed"), "{stderr}");
@@ -172,8 +172,9 @@ fn a_held_lock_times_out_and_the_event_is_still_judged() {
 }
 
 /// A session's lock held by something that is not sandrail at work — `flock` in
-/// the agent's shell — keeps nothing from being judged: the guardrails that
-/// need the state fail under their `on_error`, and stderr names the holder.
+/// the agent's shell — keeps nothing from being judged: the guardrails judge as
+/// at a lock timeout, one that cannot judge without its state fails under its
+/// `on_error`, and stderr and the person name the holder.
 #[test]
 fn a_lock_held_by_another_program_is_tampering_and_fails_closed_under_deny() {
     let project = Project::new();
@@ -184,16 +185,7 @@ fn a_lock_held_by_another_program_is_tampering_and_fails_closed_under_deny() {
         project.hook(&bash("sess-held", "ls")).context(),
         "[counter] n=1"
     );
-    let lock = project.session_db("sess-held").with_extension("lock");
-    // `-o`: the `sleep` flock starts does not hold the lock, so killing flock
-    // lets it go.
-    let mut flock = Command::new("flock")
-        .arg("-o")
-        .arg(&lock)
-        .args(["sleep", "30"])
-        .spawn()
-        .expect("flock (util-linux)");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut flock = project.hold_session_lock("sess-held");
     let started = std::time::Instant::now();
     let run = project.hook(&bash("sess-held", "ls"));
     let waited = started.elapsed();
@@ -201,7 +193,9 @@ fn a_lock_held_by_another_program_is_tampering_and_fails_closed_under_deny() {
     let _ = flock.wait();
     let reason = run.deny_reason().expect("refused under on_error = deny");
     assert!(
-        reason.starts_with("[sandrail] Refused because guardrail 'counter' could not judge this call (its state is withheld)"),
+        reason.starts_with(
+            "[sandrail] Refused because guardrail 'counter' could not judge this call ("
+        ) && reason.contains("state unavailable"),
         "{reason}"
     );
     let stderr = run.stderr();
@@ -271,7 +265,7 @@ fn a_lock_taken_before_becoming_sandrail_is_tampering() {
     let _ = holder.wait();
     let reason = run.deny_reason().expect("refused under on_error = deny");
     assert!(
-        reason.contains("could not judge this call (its state is withheld)"),
+        reason.contains("could not judge this call (") && reason.contains("state unavailable"),
         "{reason}"
     );
     assert!(

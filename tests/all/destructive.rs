@@ -647,3 +647,46 @@ fn the_deletion_scope_is_a_persons_to_widen() {
         );
     }
 }
+
+/// A command that is destructive and would also change what sandrail depends on
+/// (the home directory holds the harness's settings; `/` and `/etc` hold
+/// everything) is refused under its destructive rule first, with
+/// self-protection's reason after it: the agent is told what the command is,
+/// the receipt carries the rule, and `status` counts it.
+#[test]
+fn a_destructive_command_is_refused_under_its_rule_before_self_protection() {
+    let project = Project::new();
+    for (i, command) in ["rm -rf ~", "rm -rf /", "chmod -R 777 /etc"]
+        .into_iter()
+        .enumerate()
+    {
+        let session = format!("sess-both-{i}");
+        let run = project.hook(&bash(&session, command));
+        let reason = run
+            .deny_reason()
+            .unwrap_or_else(|| panic!("{command}: refused\n{}", run.stderr()));
+        assert!(
+            reason.starts_with("[destructive-commands/"),
+            "{command}: the destructive rule is named first: {reason}"
+        );
+        assert!(
+            reason.contains("\n[sandrail] "),
+            "{command}: self-protection's reason follows: {reason}"
+        );
+        let receipt = project.last_receipt();
+        let rule = receipt["guardrails"]
+            .as_array()
+            .and_then(|gs| gs.iter().find(|g| g["name"] == "destructive-commands"))
+            .and_then(|g| g["rule"].as_str())
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("{command}: a rule on the receipt: {receipt}"));
+        assert!(!rule.is_empty(), "{command}: {receipt}");
+        let status = project.run(&["status", "--json", "--session", &session]);
+        let status: Value = serde_json::from_str(&status.stdout()).expect("status");
+        let counted = status["guardrails"]
+            .as_array()
+            .and_then(|gs| gs.iter().find(|g| g["name"] == "destructive-commands"))
+            .map(|g| g["rules"][0]["counter"].clone());
+        assert_eq!(counted, Some(json!(1)), "{command}: {status}");
+    }
+}

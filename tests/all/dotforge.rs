@@ -515,3 +515,74 @@ fn a_held_lock_judges_an_imported_behavior_at_its_default_level() {
     let _ = holder.wait_with_output();
     assert_eq!(counter(&project, "sess-held", "no-destructive-git"), 0);
 }
+
+/// The same with the session's lock held by a program that is not sandrail
+/// (`flock` in the agent's shell): the person is told, and the behaviors still
+/// judge at their default levels — the imported `hard_block` refuses the force
+/// push, and a behavior that checks a flag judges its trigger without the flag
+/// rather than failing.
+#[test]
+fn a_lock_held_by_another_program_still_judges_imported_behaviors_at_default_levels() {
+    let project = imported(&["search-first"]);
+    for name in ["destructive-commands", "verify-before-done"] {
+        assert!(project.run(&["guardrail", "off", name]).ok());
+    }
+    project.trust();
+    // Each session's state exists once it has been judged.
+    project.hook(&bash("sess-flock", "ls"));
+    let mut flock = project.hold_session_lock("sess-flock");
+    let push = project.hook(&bash("sess-flock", "git push origin main --force"));
+    let write = project.hook(&tool(
+        "sess-flock",
+        "Write",
+        json!({"file_path": "/home/dev/project/src/new.rs", "content": "fn main() {}\n"}),
+    ));
+    let _ = flock.kill();
+    let _ = flock.wait();
+    let (decision, said) = told(&push);
+    assert_eq!(decision, "deny", "{}", push.stderr());
+    assert!(
+        said.starts_with(
+            "[no-destructive-git/no-destructive-git] Destructive git operation blocked"
+        ),
+        "{said}"
+    );
+    assert!(
+        push.stderr().contains("not a sandrail process"),
+        "{}",
+        push.stderr()
+    );
+    for run in [&push, &write] {
+        for name in ["no-destructive-git", "search-first"] {
+            assert!(
+                !run.stderr().contains(&format!("guardrail '{name}' failed")),
+                "judged, not failed: {}",
+                run.stderr()
+            );
+        }
+    }
+    // search-first's default level is silent: without its flag it judges the
+    // write a violation, said at that level (nothing), and the write proceeds.
+    let receipt = project.last_receipt();
+    let search_first = receipt["guardrails"]
+        .as_array()
+        .and_then(|gs| gs.iter().find(|g| g["name"] == "search-first"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(search_first["verdict"], "violation", "{receipt}");
+    assert_eq!(search_first["level"], "silent", "{receipt}");
+    // The agent is told nothing and the write goes on; the person hears who
+    // holds the lock.
+    let answer = write.answer();
+    assert_eq!(
+        answer["hookSpecificOutput"],
+        json!({"hookEventName": "PreToolUse"}),
+        "{answer}"
+    );
+    assert!(
+        answer["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("not a sandrail process")),
+        "{answer}"
+    );
+}

@@ -400,6 +400,8 @@ fn a_soft_block_can_ask_and_the_post_tool_use_confirms_the_override() {
     let line: Value = serde_json::from_str(trail.lines().next().expect("a line")).expect("json");
     assert_eq!(line["detected"], "confirmed");
     assert_eq!(line["counter"], 1);
+    // dotforge's override record: the reason field, empty (nobody is asked why).
+    assert_eq!(line["reason"], "");
     assert_eq!(line["rule"], "r");
     let listed = project.run(&["overrides"]).stdout();
     assert!(listed.contains("confirmed by the user"), "{listed}");
@@ -412,6 +414,59 @@ fn a_soft_block_can_ask_and_the_post_tool_use_confirms_the_override() {
             .count(),
         1
     );
+}
+
+/// In ask mode only the user's answer overrides: the same call sent again (a new
+/// tool_use_id, no PostToolUse for the asked one) is asked about again, counted,
+/// and never written to the trail as an override; without a tool_use_id to ask
+/// about, a repeated call is still not an override.
+#[test]
+fn an_asking_soft_block_is_not_cleared_by_repeating_the_call() {
+    let project = Project::new();
+    project.config(&violating(
+        "asking",
+        "r",
+        "[guardrail.enforcement]\ndefault_level = \"soft_block\"\nsoft_block = \"ask\"\nblock = \"b={counter}\"\n",
+    ));
+    let call = |id: Option<&str>| {
+        let mut fields = serde_json::json!({"tool_name": "Write", "tool_input": {"file_path": "/p/a.rs", "content": "x"}});
+        if let Some(id) = id {
+            fields["tool_use_id"] = id.into();
+        }
+        payload("PreToolUse", "sess-ask-again", fields)
+    };
+    for (i, id) in [Some("toolu_1"), Some("toolu_2"), Some("toolu_3")]
+        .into_iter()
+        .enumerate()
+    {
+        let answer = project.hook(&call(id)).answer();
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecision"], "ask",
+            "call {i}"
+        );
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecisionReason"],
+            format!("[asking/r] b={}", i + 1),
+            "call {i}: the repeat is counted and asked about again"
+        );
+    }
+    // No tool_use_id to ask about: refused, and the repeat is refused too.
+    for i in 4..6 {
+        let (decision, text) = told(&project.hook(&call(None)));
+        assert_eq!(
+            (decision.as_str(), text),
+            ("deny", format!("[asking/r] b={i}"))
+        );
+    }
+    assert!(
+        !project
+            .dir()
+            .join(".sandrail/audit/overrides.jsonl")
+            .exists(),
+        "nothing was approved, so nothing is an override"
+    );
+    let listed = project.run(&["overrides"]).stdout();
+    assert!(!listed.contains("reinvoked"), "{listed}");
 }
 
 /// `sandrail status` counts what a guardrail without `enforcement` refused, per
@@ -482,4 +537,101 @@ fn a_guardrail_reads_the_count_and_level_the_host_gave_its_rules() {
         let after = project.hook(&bash("sess-standing", "echo ok"));
         assert!(told(&after).1.contains(shown), "{:?}", told(&after));
     }
+}
+
+/// The escalation example `sandrail init` writes, uncommented and accepted,
+/// puts a ladder on a habit (the edit budget), never on destructive commands:
+/// each of those is still refused every time, while edits past the budget are
+/// noted, then warned of, then put to the user.
+#[test]
+fn the_starter_ladder_escalates_a_habit_and_destructive_commands_stay_refused() {
+    let project = Project::new();
+    let init = project.init(&[]);
+    assert!(init.ok(), "{}", init.stderr());
+    let path = project.dir().join("sandrail.toml");
+    let starter = std::fs::read_to_string(&path).expect("starter");
+    let uncommented: String = starter
+        .lines()
+        .map(|line| match line.strip_prefix("# ") {
+            Some(rest)
+                if rest.starts_with("[guardrail.enforcement")
+                    || rest.starts_with("default_level")
+                    || rest.starts_with("escalation")
+                    || rest.starts_with("soft_block") =>
+            {
+                rest.to_owned()
+            }
+            _ if line == "# limit = 400" => "limit = 2".to_owned(),
+            _ if line == "warn_at = 200" => "warn_at = 2".to_owned(),
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        uncommented.contains("\n[guardrail.enforcement]\n"),
+        "{uncommented}"
+    );
+    project.reconfigure(&uncommented);
+    let check = project.run(&["check-config"]);
+    assert!(check.ok(), "{}{}", check.stdout(), check.stderr());
+    for command in [
+        "sudo rm -rf /usr/local",
+        "dd if=/dev/zero of=/dev/sda bs=1M",
+        "mkfs.ext4 /dev/sda1",
+        "git push --force origin main",
+    ] {
+        for round in 0..6 {
+            let (decision, said) = told(&project.hook(&bash("sess-starter", command)));
+            assert_eq!(decision, "deny", "{command} (round {round}): {said}");
+            assert!(said.contains("Refused:"), "{command}: {said}");
+        }
+    }
+    // Two edits within the budget (a reminder at the second), then the ladder on
+    // the ones past it.
+    let mut seen = Vec::new();
+    for i in 0..8 {
+        let edit = payload(
+            "PreToolUse",
+            "sess-starter",
+            serde_json::json!({"tool_name": "Write", "tool_use_id": format!("toolu_{i}"),
+                "tool_input": {"file_path": format!("/home/dev/project/f{i}.rs"), "content": "x"}}),
+        );
+        seen.push(told(&project.hook(&edit)).0);
+    }
+    assert_eq!(
+        seen,
+        [
+            "silent", "context", "context", "context", "context", "context", "ask", "ask"
+        ],
+        "within budget (the second reminded), then nudge, nudge, warning, warning, soft_block"
+    );
+}
+
+/// A guardrail's message is worded for a refusal ("Refused: …"); at a level
+/// that lets the call run, the agent is told "Noted: …" instead.
+#[test]
+fn a_note_below_soft_block_does_not_say_refused() {
+    let project = Project::new();
+    project.config(
+        "[[guardrail]]\nname = \"destructive-commands\"\nsource = \"builtin:destructive-commands\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n[guardrail.enforcement]\ndefault_level = \"nudge\"\nescalation = [{ after = 2, level = \"warning\" }, { after = 3, level = \"soft_block\" }]\n",
+    );
+    let push = bash("sess-noted", "git push --force origin main");
+    let (decision, said) = told(&project.hook(&push));
+    assert_eq!(decision, "context");
+    assert!(
+        said.starts_with("[destructive-commands/force-push] Noted: "),
+        "{said}"
+    );
+    let (decision, said) = told(&project.hook(&bash("sess-noted", "git push -f origin dev")));
+    assert_eq!(decision, "context");
+    assert!(
+        said.contains("Noted: ") && !said.contains("Refused"),
+        "{said}"
+    );
+    let (decision, said) = told(&project.hook(&bash("sess-noted", "git push --force origin x")));
+    assert_eq!(decision, "deny");
+    assert!(
+        said.starts_with("[destructive-commands/force-push] Refused: "),
+        "{said}"
+    );
 }

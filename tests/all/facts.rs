@@ -481,14 +481,16 @@ fn the_default_refuses_destructive_commands_and_passes_look_alikes() {
         reason.starts_with("[destructive-commands/recursive-delete]"),
         "{reason}"
     );
-    // `/` holds sandrail's own files: self-protection refuses it before any guardrail.
+    // `/` holds sandrail's own files: refused under the destructive rule, with
+    // self-protection's reason after it.
     let refused = project.hook(&bash(
         "sess-d",
         "cd /tmp && sudo rm -r -f --no-preserve-root /",
     ));
     let reason = refused.deny_reason().expect("refused");
     assert!(
-        reason.starts_with("[sandrail] sandrail protects"),
+        reason.starts_with("[destructive-commands/")
+            && reason.contains("\n[sandrail] sandrail protects"),
         "{reason}"
     );
     let refused = project.hook(&bash(

@@ -532,7 +532,7 @@ const NEXT_SESSION_SPELLINGS: &[&str] = &[
     "git archive B .claude | tar -x",
     "printf '{\"disableAllHooks\": true}' > /tmp/sandrail-x-$$ && cp /tmp/sandrail-x-$$ .claude/settings.json",
     "tar -cf - -C .git/.. .claude | tar -xf - -C . --transform 's/settings.json/settings.local.json/'",
-    "perl -0pi -e 's/\"hooks\"/\"hookz\"/' .claude/settings.json",
+    "perl -0pi -e 's/\"hooks\"/\"hookz\"/' .claude/settings.local.json",
     "echo .claude/settings.json | xargs -I{} cp evil.json {}",
     "python3 -c \"import os; [open(os.path.expanduser(p), 'w').write('{\\\"disableAllHooks\\\": true}') for p in ('.claude/settings.json', '.claude/settings.local.json', '~/.claude/settings.json')]\"",
 ];
@@ -572,10 +572,11 @@ fn initialised(project: &Project) -> (PathBuf, PathBuf) {
     git_in(&dir, &["add", ".claude/settings.json", "sandrail.toml"]);
     git_in(&dir, &["commit", "-q", "-m", "sandrail"]);
     git_in(&dir, &["checkout", "-q", "-b", "B"]);
+    // The committed file switches the hooks off (settings.local.json, where
+    // init registered this machine's binary, is kept out of the repository).
     let off = "{\"disableAllHooks\": true}\n";
     std::fs::write(dir.join(".claude/settings.json"), off).expect("B");
-    std::fs::write(dir.join(".claude/settings.local.json"), off).expect("B");
-    git_in(&dir, &["add", ".claude"]);
+    git_in(&dir, &["add", ".claude/settings.json"]);
     git_in(&dir, &["commit", "-q", "-m", "hooks off"]);
     let patch = git_in(&dir, &["format-patch", "-1", "--stdout"]);
     git_in(&dir, &["checkout", "-q", "main"]);

@@ -40,7 +40,14 @@ fn assert_protected(project: &Project, payload: &[u8]) {
             run.stderr()
         )
     });
-    assert!(reason.starts_with("[sandrail] sandrail "), "{reason}");
+    // Self-protection's reason, after a destructive rule's where the call is
+    // one (`rm -rf` of sandrail's state directory).
+    assert!(
+        reason.starts_with("[sandrail] sandrail ")
+            || (reason.starts_with("[destructive-commands/")
+                && reason.contains("\n[sandrail] sandrail ")),
+        "{reason}"
+    );
     assert!(
         reason.contains("ask the user") || reason.contains("Ask the user"),
         "{reason}"

@@ -216,6 +216,34 @@ impl Project {
         cmd
     }
 
+    /// Whether `sandrail doctor --json` has a finding of `check` at `level`
+    /// whose text contains `said`.
+    pub fn doctor_finds(&self, check: &str, level: &str, said: &str) -> bool {
+        let doctor = self.run(&["doctor", "--json"]).answer();
+        doctor["findings"].as_array().is_some_and(|findings| {
+            findings.iter().any(|f| {
+                f["check"] == check
+                    && f["level"] == level
+                    && f["said"].as_str().is_some_and(|s| s.contains(said))
+            })
+        })
+    }
+
+    /// Holds the lock file of `session` with `flock`, as the agent's shell
+    /// could, until the returned child is killed (`-o`: the `sleep` flock
+    /// starts does not hold the lock, so killing flock lets it go).
+    pub fn hold_session_lock(&self, session: &str) -> std::process::Child {
+        let lock = self.session_db(session).with_extension("lock");
+        let flock = Command::new("flock")
+            .arg("-o")
+            .arg(&lock)
+            .args(["sleep", "30"])
+            .spawn()
+            .expect("flock (util-linux)");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        flock
+    }
+
     /// What the project's system log received so far, one message a line.
     pub fn syslog(&self) -> String {
         // Datagrams sent before a hook exited may still be on their way.

@@ -37,15 +37,21 @@ pub fn run() -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One line of the check: `ok`, `error` or `drift`, and what it says.
+/// One line of the check: `ok`, `warn`, `error` or `drift`, and what it says.
 pub struct Line {
     pub kind: &'static str,
     pub text: String,
 }
 
 impl Line {
+    /// An error or drift: the config is not valid as it stands.
     pub fn is_problem(&self) -> bool {
-        self.kind != "ok"
+        !matches!(self.kind, "ok" | "warn")
+    }
+
+    /// Valid, but worth a look.
+    pub fn is_warning(&self) -> bool {
+        self.kind == "warn"
     }
 }
 
@@ -72,7 +78,22 @@ pub fn check(config: &sandrail::config::Config) -> anyhow::Result<Vec<Line>> {
         let config_json = g.config.to_string();
         match runtime.configure(&loaded, &g.name, &config_json, &g.data, g.limits) {
             Ok(needs) => {
-                let unknown = unknown_facts(needs.as_ref(), config.mandate.as_ref());
+                let (unset, unknown): (Vec<_>, Vec<_>) =
+                    unknown_facts(needs.as_ref(), config.mandate.as_ref())
+                        .into_iter()
+                        .partition(|fact| fact.is_mandate_field());
+                // A mandate field the mandate does not set is a valid rule that
+                // fails closed until it does; a fact that does not exist is a
+                // mistake.
+                for fact in unset {
+                    say(
+                        "warn",
+                        format!(
+                            "{}: {fact}; a rule reading it fails closed until the mandate sets it",
+                            g.name
+                        ),
+                    );
+                }
                 if !unknown.is_empty() {
                     for problem in unknown {
                         say(

@@ -83,6 +83,7 @@ pub fn run(json: bool, managed: Option<Option<PathBuf>>) -> anyhow::Result<ExitC
         }
     }
     directories(&mut findings);
+    system_log(project.as_deref(), &mut findings);
     if let (Some(project), Some(state)) = (&project, locations::state_dir()) {
         policy_in_force(project, &state, &mut findings);
     }
@@ -158,6 +159,13 @@ fn config(project: Option<&Path>, findings: &mut Findings) -> Option<Config> {
     }
     match super::check_config::check(&config) {
         Ok(lines) => {
+            for warning in lines.iter().filter(|l| l.is_warning()) {
+                findings.warn(
+                    "config",
+                    warning.text.clone(),
+                    "set the field in the mandate, or leave the rule refusing until it is".into(),
+                );
+            }
             let problems: Vec<String> = lines
                 .iter()
                 .filter(|l| l.is_problem())
@@ -322,6 +330,7 @@ fn settings(project: &Path, config: Option<&Config>, findings: &mut Findings) {
         for command in commands {
             check_command(command, this.as_deref(), harness, findings);
         }
+        committed_registration(project, harness, findings);
     }
     if !any {
         findings.error(
@@ -331,6 +340,44 @@ fn settings(project: &Path, config: Option<&Config>, findings: &mut Findings) {
                 project.display()
             ),
             "run `sandrail init` (with --harness for a harness other than Claude Code)".into(),
+        );
+    }
+}
+
+/// The file a team commits must not carry a machine's registration where the
+/// harness reads a local file for it: a teammate's binary is elsewhere (their
+/// hook never runs), and a bare name instead would run whatever `sandrail` comes
+/// first on PATH.
+fn committed_registration(project: &Path, harness: Harness, findings: &mut Findings) {
+    let settings = harness.settings();
+    if settings.registration == settings.file {
+        return;
+    }
+    let shared = project.join(settings.file);
+    let Ok(Some(doc)) = sandrail::os_sandbox::read(&shared) else {
+        return;
+    };
+    let commands: BTreeSet<String> = settings
+        .registrations(&doc)
+        .into_values()
+        .flatten()
+        .collect();
+    let machine: Vec<&String> = commands
+        .iter()
+        .filter(|c| hook_program(c).is_some_and(|p| p.contains('/')))
+        .collect();
+    if !machine.is_empty() {
+        findings.warn(
+            "settings",
+            format!(
+                "{} registers this machine's binary ({}): the file is committed, and a teammate whose binary is elsewhere gets a hook that never runs",
+                shared.display(),
+                machine.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            ),
+            format!(
+                "run `sandrail init`: it moves the registration to {}, which stays out of the repository",
+                settings.registration
+            ),
         );
     }
 }
@@ -382,6 +429,19 @@ fn check_command(command: &str, this: Option<&Path>, harness: Harness, findings:
         harness.name()
     );
     let program = program.as_str();
+    if !program.contains('/') {
+        findings.error(
+            "command",
+            format!(
+                "`{command}` names sandrail without a path: the harness runs the first `{program}` on PATH, which the agent can put there itself"
+            ),
+            format!(
+                "register this binary by its absolute path: `sandrail init --harness {}` does, after the bare entry is removed",
+                harness.name()
+            ),
+        );
+        return;
+    }
     let Some(resolved) = resolve(program) else {
         findings.error(
             "command",
@@ -470,6 +530,29 @@ fn directories(findings: &mut Findings) {
                 ),
             ),
         }
+    }
+}
+
+/// Whether the system log the project's receipts go to takes them: without it
+/// receipts are in their files only, with nothing outside the agent's reach to
+/// check them against (`sandrail receipts --verify --against`).
+fn system_log(project: Option<&Path>, findings: &mut Findings) {
+    let socket = project
+        .and_then(locations::binding::bound)
+        .map_or_else(locations::log_from_env, |b| b.log);
+    match sandrail::receipts::anchor::reachable(&socket) {
+        Ok(()) => findings.ok(
+            "log",
+            format!("receipts also go to the system log at {}", socket.display()),
+        ),
+        Err(e) => findings.warn(
+            "log",
+            format!(
+                "the system log at {} cannot be reached ({e}): receipts are kept in their files only, and a rewritten file cannot be caught against the log",
+                socket.display()
+            ),
+            "run a syslog daemon (or journald) listening there, or point SANDRAIL_SYSLOG_SOCKET at one and run `sandrail trust` in a terminal started with it".into(),
+        ),
     }
 }
 

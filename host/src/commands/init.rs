@@ -69,57 +69,94 @@ pub fn run(
         None => Box::new(|event| (settings.hook)(&command, event)),
     };
 
-    let settings_path = project.join(settings.file);
-    let mut doc = match sandrail::os_sandbox::read(&settings_path) {
-        Ok(doc) => doc.unwrap_or_else(|| serde_json::json!({})),
-        Err(why) => bail!("{why}; fix it first, nothing was written"),
+    // This machine's registration goes where the harness reads a file kept out
+    // of the repository (Claude Code's settings.local.json), so the file a team
+    // commits names no one's binary; one an earlier init left there moves.
+    let shared_path = project.join(settings.file);
+    let settings_path = project.join(settings.registration);
+    let separate = settings_path != shared_path;
+    let read = |path: &Path| match sandrail::os_sandbox::read(path) {
+        Ok(doc) => Ok(doc.unwrap_or_else(|| serde_json::json!({}))),
+        Err(why) => Err(anyhow::anyhow!("{why}; fix it first, nothing was written")),
     };
-    let registered = settings.register(&mut doc, &*hook_for).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: {e}; fix it first, nothing was written",
-            settings_path.display()
-        )
-    })?;
+    let mut shared = read(&shared_path)?;
+    let moved = if separate {
+        settings.unregister(&mut shared, &command)
+    } else {
+        Vec::new()
+    };
+    let mut doc = if separate {
+        read(&settings_path)?
+    } else {
+        shared.clone()
+    };
+    let registered = settings
+        .register(&mut doc, separate.then_some(&shared), &*hook_for)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e}; fix it first, nothing was written",
+                settings_path.display()
+            )
+        })?;
     let mut planned = Vec::new();
     let sandbox_plan = if sandbox {
-        let base = (harness == Harness::Claude).then(|| doc.clone());
+        let base = (harness == Harness::Claude).then(|| {
+            if separate {
+                shared.clone()
+            } else {
+                doc.clone()
+            }
+        });
         Some(super::protect::plan(harness, &project, base)?)
     } else {
         None
     };
-    // Claude Code's sandbox lives in the file the hooks are registered in: one
-    // write holds both.
+    let pretty = sandrail::harness::key_order::pretty_as_on_disk;
     let mut registering = registered.changed().then(|| Planned {
         path: settings_path.clone(),
-        text: serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
+        text: pretty(&settings_path, &doc),
         what: format!(
-            "registers sandrail for {} ({})",
+            "registers sandrail for {} ({}){}",
             registered.added.join(", "),
-            harness.title()
+            harness.title(),
+            if separate {
+                ", this machine's binary by its path, in the file kept out of the repository"
+            } else {
+                ""
+            }
+        ),
+    });
+    // The shared file changes when the registration moves out of it, and when
+    // the sandbox is turned on in it (the sandbox's plan starts from the file
+    // with the registration moved out).
+    let mut sharing = (!moved.is_empty()).then(|| Planned {
+        path: shared_path.clone(),
+        text: pretty(&shared_path, &shared),
+        what: format!(
+            "moves this machine's registration ({}) to {}",
+            moved.join(", "),
+            settings.registration
         ),
     });
     if let Some(plan) = &sandbox_plan
         && let Some(change) = &plan.change
     {
-        match registering.as_mut().filter(|r| r.path == change.path) {
-            Some(both) => {
-                both.text = change.text.clone();
-                both.what.push_str(", and turns its OS sandbox on");
-            }
-            None if change.path == settings_path => {
-                registering = Some(Planned {
-                    path: change.path.clone(),
-                    text: change.text.clone(),
-                    what: format!("turns {}'s OS sandbox on", harness.title()),
-                });
-            }
-            None => planned.push(Planned {
+        let turns_on = format!("turns {}'s OS sandbox on", harness.title());
+        if let Some(both) = registering.as_mut().filter(|r| r.path == change.path) {
+            both.text = change.text.clone();
+            both.what.push_str(", and turns its OS sandbox on");
+        } else if let Some(both) = sharing.as_mut().filter(|r| r.path == change.path) {
+            both.text = change.text.clone();
+            both.what = format!("{turns_on}, and {}", both.what);
+        } else {
+            planned.push(Planned {
                 path: change.path.clone(),
                 text: change.text.clone(),
-                what: format!("turns {}'s OS sandbox on", harness.title()),
-            }),
+                what: turns_on,
+            });
         }
     }
+    planned.splice(0..0, sharing);
     planned.splice(0..0, registering);
     let config_in_force = Config::locate(Some(&project))
         .map_err(|e| anyhow::anyhow!("{e}; fix it first, nothing was written"))?;
@@ -176,6 +213,9 @@ pub fn run(
         write(&file.path, &file.text)?;
         println!("wrote {}: {}", file.path.display(), file.what);
     }
+    if separate && registered.changed() {
+        keep_out_of_git(&project, settings.registration);
+    }
     if !registered.changed() {
         println!(
             "{} already registers sandrail for every event it handles",
@@ -231,6 +271,37 @@ pub fn hook_command(binary: &Path, harness: Harness) -> String {
     match harness {
         Harness::Claude => format!("{program} hook"),
         other => format!("{program} hook --harness {}", other.name()),
+    }
+}
+
+/// Adds this machine's registration file to the repository's own exclude list
+/// (`.git/info/exclude`, which is not committed), so `git add -A` does not put a
+/// machine's path in the team's history. A project that is not a git
+/// repository, or one already excluding it, is left alone.
+fn keep_out_of_git(project: &Path, file: &str) {
+    let info = project.join(".git/info");
+    if !project.join(".git").is_dir() {
+        return;
+    }
+    let exclude = info.join("exclude");
+    let line = format!("/{file}");
+    let text = std::fs::read_to_string(&exclude).unwrap_or_default();
+    if text.lines().any(|l| l.trim() == line) {
+        return;
+    }
+    let separator = if text.is_empty() || text.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    let added = std::fs::create_dir_all(&info)
+        .and_then(|()| std::fs::write(&exclude, format!("{text}{separator}{line}\n")));
+    match added {
+        Ok(()) => println!("{} is kept out of git ({})", file, exclude.display()),
+        Err(e) => println!(
+            "{file} could not be added to {} ({e}): keep it out of the repository yourself",
+            exclude.display()
+        ),
     }
 }
 

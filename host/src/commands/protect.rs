@@ -132,8 +132,8 @@ pub(super) fn plan(
                     readiness: prerequisites::check(),
                 },
                 change: changed.then(|| Change {
+                    text: sandrail::harness::key_order::pretty_as_on_disk(&path, &settings),
                     path,
-                    text: pretty(&settings),
                 }),
             })
         }
@@ -196,10 +196,6 @@ pub(super) fn prepare_places(project: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("cannot make the package caches under {}", home.display()))?;
     }
     Ok(())
-}
-
-fn pretty(settings: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(settings).unwrap_or_default() + "\n"
 }
 
 /// Writes `text` to `path` whole or not at all.

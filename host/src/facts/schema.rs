@@ -91,6 +91,19 @@ pub enum UnknownFact {
     NoMandate { path: String },
 }
 
+impl UnknownFact {
+    /// A field under `mandate` the mandate does not set (or no mandate at all):
+    /// the mandate may set it later, and until then a rule reading it fails
+    /// closed.
+    pub fn is_mandate_field(&self) -> bool {
+        match self {
+            UnknownFact::NoMandate { .. } => true,
+            UnknownFact::Field { namespace, .. } => namespace == "mandate",
+            UnknownFact::Namespace { .. } => false,
+        }
+    }
+}
+
 fn suggestion(closest: &Option<String>) -> String {
     match closest {
         Some(field) => format!(" (did you mean `{field}`?)"),

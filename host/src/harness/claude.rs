@@ -12,6 +12,7 @@ use crate::event::EventKind;
 /// (self-protection refuses a settings change that drops these hooks).
 pub(super) const SETTINGS: Settings = Settings {
     file: ".claude/settings.json",
+    registration: ".claude/settings.local.json",
     also: &[".claude/settings.local.json"],
     in_home: &[".claude/settings.json"],
     layout: Layout::Grouped,

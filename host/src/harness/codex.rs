@@ -33,6 +33,7 @@ const UNJUDGED: &[&str] = &[
 /// only once they are reviewed and trusted in its `/hooks` view.
 pub(super) const SETTINGS: Settings = Settings {
     file: ".codex/hooks.json",
+    registration: ".codex/hooks.json",
     also: &[],
     in_home: &[".codex/hooks.json"],
     layout: Layout::Grouped,

@@ -96,6 +96,7 @@ const RENAMED: &[(&str, &str)] = &[
 /// both read, with camelCase events.
 pub(super) const SETTINGS: Settings = Settings {
     file: ".github/hooks/sandrail.json",
+    registration: ".github/hooks/sandrail.json",
     also: &[],
     in_home: &[],
     layout: Layout::Flat,

@@ -71,6 +71,7 @@ const MOVED: &[&str] = &[
 /// (`on_error`), never a side effect.
 pub(super) const SETTINGS: Settings = Settings {
     file: ".cursor/hooks.json",
+    registration: ".cursor/hooks.json",
     also: &[],
     in_home: &[".cursor/hooks.json"],
     layout: Layout::Flat,

@@ -59,6 +59,7 @@ const TOOLS: &[(&str, Tool)] = &[
 /// matcher a regular expression.
 pub(super) const SETTINGS: Settings = Settings {
     file: ".gemini/settings.json",
+    registration: ".gemini/settings.json",
     also: &[],
     in_home: &[".gemini/settings.json"],
     layout: Layout::Grouped,

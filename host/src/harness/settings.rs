@@ -22,8 +22,15 @@ pub enum Layout {
 /// One harness's project hook settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
-    /// The file `init` writes, relative to the project.
+    /// The project's settings file, relative to the project: the one a team
+    /// commits.
     pub file: &'static str,
+    /// The file `init` registers sandrail in, relative to the project. The
+    /// registration names this machine's binary by absolute path (a bare name
+    /// would run whatever `sandrail` the agent puts first on PATH), so where the
+    /// harness reads a file kept out of the repository, it goes there, and the
+    /// committed file holds no one's path.
+    pub registration: &'static str,
     /// Other files the harness reads hooks from, relative to the project, and
     /// to the home directory: `doctor` counts registrations there too.
     pub also: &'static [&'static str],
@@ -71,12 +78,16 @@ impl Registered {
 
 impl Settings {
     /// Adds `hook` (an object from [`Settings::hook`]) to every event that does
-    /// not run sandrail yet; everything else in `doc` is left as it is.
+    /// not run sandrail yet, in `doc` or in `beside` (the other file the harness
+    /// reads, when the registration has its own); everything else in `doc` is
+    /// left as it is.
     pub fn register(
         &self,
         doc: &mut Value,
+        beside: Option<&Value>,
         hook_for: &dyn Fn(&str) -> Value,
     ) -> Result<Registered, SettingsError> {
+        let elsewhere = beside.map(|b| self.registrations(b)).unwrap_or_default();
         let top = doc
             .as_object_mut()
             .ok_or_else(|| SettingsError::NotObject(self.file.to_owned()))?;
@@ -102,7 +113,8 @@ impl Settings {
                     expected: "an array",
                 })?;
             let hook = hook_for(event);
-            let ours = self.sandrail_hooks(entries);
+            let mut ours = self.sandrail_hooks(entries);
+            ours.extend(elsewhere.get(*event).into_iter().flatten().cloned());
             if let Some(found) = ours.first() {
                 let same = self.command_of(&hook) == Some(found.as_str());
                 registered
@@ -125,6 +137,50 @@ impl Settings {
             registered.added.push(event.to_string());
         }
         Ok(registered)
+    }
+
+    /// Removes the hooks that run exactly `command` from `doc`, and the groups
+    /// and events left empty by it; returns the events it was removed from.
+    /// For moving this machine's registration out of the file a team commits.
+    pub fn unregister(&self, doc: &mut Value, command: &str) -> Vec<String> {
+        let mut removed = Vec::new();
+        let Some(hooks) = doc.get_mut("hooks").and_then(Value::as_object_mut) else {
+            return removed;
+        };
+        let is_ours = |hook: &Value| self.command_of(hook) == Some(command);
+        for (event, entries) in hooks.iter_mut() {
+            let Some(entries) = entries.as_array_mut() else {
+                continue;
+            };
+            let before = self.hooks_of(entries).len();
+            match self.layout {
+                Layout::Flat => entries.retain(|hook| !is_ours(hook)),
+                Layout::Grouped => {
+                    for group in entries.iter_mut() {
+                        if let Some(inner) = group.get_mut("hooks").and_then(Value::as_array_mut) {
+                            inner.retain(|hook| !is_ours(hook));
+                        }
+                    }
+                    entries.retain(|group| {
+                        group
+                            .get("hooks")
+                            .and_then(Value::as_array)
+                            .is_none_or(|inner| !inner.is_empty())
+                    });
+                }
+            }
+            if self.hooks_of(entries).len() != before {
+                removed.push(event.clone());
+            }
+        }
+        hooks.retain(|event, entries| {
+            !removed.contains(event) || entries.as_array().is_none_or(|e| !e.is_empty())
+        });
+        let emptied = !removed.is_empty() && hooks.is_empty();
+        if emptied && let Some(top) = doc.as_object_mut() {
+            top.remove("hooks");
+        }
+        removed
     }
 
     /// What each event runs of sandrail's: its command lines (or a server's URL).

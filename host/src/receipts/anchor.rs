@@ -19,10 +19,60 @@ const PRIORITY: u8 = 14;
 /// The tag receipts are logged under.
 pub const TAG: &str = "sandrail";
 
-/// Logs one receipt line to the datagram socket `socket` (the project's bound
-/// one, see [`crate::locations::binding`]). A log that cannot be reached is one
-/// stderr line, never a refusal: the receipt is in its file either way.
-pub fn send(socket: &Path, line: &[u8], time: u64) {
+/// The system log receipts of one state directory go to.
+pub struct Log<'a> {
+    /// The datagram socket (the project's bound one, see
+    /// [`crate::locations::binding`]).
+    pub socket: &'a Path,
+    /// Where it is remembered that the log could not be reached, so that is
+    /// said once rather than at every event.
+    pub state_dir: &'a Path,
+}
+
+/// Beside the receipts: the socket that could not be reached, while it cannot.
+const UNREACHABLE_MARK: &str = "system-log.unreachable";
+
+impl Log<'_> {
+    /// Logs one receipt line. A log that cannot be reached (a container without
+    /// one, a macOS host whose log listens elsewhere) is one stderr line the
+    /// first time, and `sandrail doctor` shows it after; never a refusal: the
+    /// receipt is in its file either way.
+    pub fn send(&self, line: &[u8], time: u64) {
+        let mark = self.state_dir.join(UNREACHABLE_MARK);
+        match send(self.socket, line, time) {
+            Ok(()) => {
+                // Reachable again: the next failure is news.
+                let _ = std::fs::remove_file(&mark);
+            }
+            Err(e) => {
+                let socket = self.socket.display().to_string();
+                let said = std::fs::read_to_string(&mark).is_ok_and(|s| s == socket);
+                if !said {
+                    eprintln!(
+                        "sandrail: the system log cannot be reached ({socket}: {e}); receipts are kept in their files only, without the log's copy to check them against (said once; `sandrail doctor` shows it)"
+                    );
+                    let _ = crate::files::write_atomically(&mark, socket.as_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// Whether the system log at `socket` takes datagrams, without sending one.
+pub fn reachable(socket: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::net::UnixDatagram::unbound()?.connect(socket)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = socket;
+        Ok(())
+    }
+}
+
+/// Sends one receipt line to the datagram socket `socket`.
+fn send(socket: &Path, line: &[u8], time: u64) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         let mut message = format!(
@@ -32,20 +82,14 @@ pub fn send(socket: &Path, line: &[u8], time: u64) {
         )
         .into_bytes();
         message.extend_from_slice(line);
-        let sent = std::os::unix::net::UnixDatagram::unbound().and_then(|s| {
-            s.set_nonblocking(true)?;
-            s.send_to(&message, socket)
-        });
-        if let Err(e) = sent {
-            eprintln!(
-                "sandrail: the system log cannot be reached ({}: {e}); this receipt is kept in its file only",
-                socket.display()
-            );
-        }
+        let s = std::os::unix::net::UnixDatagram::unbound()?;
+        s.set_nonblocking(true)?;
+        s.send_to(&message, socket).map(drop)
     }
     #[cfg(not(unix))]
     {
         let _ = (socket, line, time);
+        Ok(())
     }
 }
 

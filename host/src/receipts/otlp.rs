@@ -316,7 +316,7 @@ pub fn log_record(receipt: &Receipt) -> Value {
         string("sandrail.session", &receipt.session),
         string("sandrail.event", &receipt.event),
         string("sandrail.decision", &receipt.decision),
-        string("sandrail.gate", receipt.gate.name()),
+        string("sandrail.gate_mode", receipt.gate.name()),
     ];
     let optional = [
         ("sandrail.tool", receipt.tool.as_deref()),

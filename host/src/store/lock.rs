@@ -143,26 +143,37 @@ fn recorded_holder(path: &Path) -> Option<u32> {
 }
 
 /// Past the timeout: a sandrail process still at work — one that took the lock
-/// as sandrail does, naming itself in the file — is contention; anything else
-/// holding the lock — another program, a stopped or hidden process, a process
-/// that took the lock and then became sandrail, a holder the kernel does not
-/// name — is tampering.
+/// as sandrail does, naming itself in the file — is contention, and so is a
+/// holder on its way out or no holder at all (the lock was let go as the wait
+/// ended, or the system does not say who holds it: nothing shows tampering);
+/// anything else holding the lock — another program, a stopped or hidden
+/// process, a process that took the lock and then became sandrail — is
+/// tampering.
 fn timed_out(path: &Path, timeout: Duration) -> StoreError {
+    // A holder that has only just taken the lock may not have named itself yet;
+    // on a loaded machine that can take a while.
     let named = |pid: u32| {
-        // A holder that has only just taken the lock may not have named itself.
-        recorded_holder(path) == Some(pid) || {
+        let started = Instant::now();
+        loop {
+            if recorded_holder(path) == Some(pid) {
+                return true;
+            }
+            if started.elapsed() >= NAMING_GRACE {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(20));
-            recorded_holder(path) == Some(pid)
         }
     };
     match crate::holders::of(path) {
+        None => StoreError::LockTimeout(timeout),
+        Some(holder) if holder.is_exiting() => StoreError::LockTimeout(timeout),
         Some(holder) if holder.lets_go() && named(holder.pid) => StoreError::LockTimeout(timeout),
         Some(holder) => StoreError::LockHeld(holder.to_string()),
-        None => StoreError::LockHeld(format!(
-            "a process the system does not name, for longer than the lock timeout ({timeout:?})"
-        )),
     }
 }
+
+/// How long a sandrail holder is given to name itself in the lock file.
+const NAMING_GRACE: Duration = Duration::from_millis(250);
 
 fn open(path: &Path) -> Result<File, StoreError> {
     crate::locations::open_private_file(path).map_err(|source| StoreError::Lock {
@@ -223,6 +234,19 @@ mod tests {
         let second = SessionLock::acquire(&path, Duration::from_millis(50));
         assert!(matches!(second, Err(StoreError::LockTimeout(_))));
         assert!(started.elapsed() >= Duration::from_millis(50));
+    }
+
+    /// A wait that ends as the holder lets go finds no holder: that is
+    /// contention, not a process the system does not name.
+    #[test]
+    fn a_lock_let_go_as_the_wait_ends_is_contention() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.lock");
+        drop(SessionLock::acquire(&path, Duration::from_secs(1)).unwrap());
+        assert!(matches!(
+            timed_out(&path, Duration::from_millis(50)),
+            StoreError::LockTimeout(_)
+        ));
     }
 
     #[test]

@@ -31,18 +31,35 @@ pub trait Flags {
     fn consume(&mut self, name: &str) -> Result<bool>;
 }
 
-/// The host's flags.
+/// The host's flags. When the session's state cannot be had (its lock busy or
+/// held by another program), dotforge's rule is that the hook goes on at default
+/// levels with no state read or written: a flag cannot be set, and one looked
+/// for is not seen, so the trigger is still judged and its violation answers at
+/// the behavior's default level.
 struct HostFlags;
+
+impl HostFlags {
+    fn or_unseen<T>(result: std::result::Result<T, flags::FlagError>, unseen: T) -> Result<T> {
+        match result {
+            Ok(value) => Ok(value),
+            Err(e) if e.is_unavailable() => {
+                sandrail_guest::log::warn(&format!("flags: {}; judged without them", e.message()));
+                Ok(unseen)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
 
 impl Flags for HostFlags {
     fn set(&mut self, name: &str) -> Result<()> {
-        Ok(flags::set(name)?)
+        Self::or_unseen(flags::set(name), ())
     }
     fn check(&mut self, name: &str) -> Result<bool> {
-        Ok(flags::check(name)?)
+        Self::or_unseen(flags::check(name), false)
     }
     fn consume(&mut self, name: &str) -> Result<bool> {
-        Ok(flags::consume(name)?)
+        Self::or_unseen(flags::consume(name), false)
     }
 }
 
