@@ -5,6 +5,7 @@ pub mod check_config;
 pub mod cycle;
 pub mod doctor;
 pub mod facts;
+pub mod flag;
 pub mod guardrail;
 pub mod import;
 pub mod init;

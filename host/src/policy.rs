@@ -834,6 +834,13 @@ pub fn session_record(state: &Path, session: &str) -> Option<SessionRecord> {
     read_json(&crate::store::session_file(state, session, SESSION_RECORD))
 }
 
+/// The config a session is judged by, read back from its policy's copies, if
+/// it has a record that can be.
+pub fn session_config(state: &Path, session: &str) -> Option<Config> {
+    let record = session_record(state, session)?;
+    manifest::load(&record.policy, &Blobs::new(state)).ok()
+}
+
 /// Puts `policy` in force for every session of `project` that has a record:
 /// what a person accepted applies from their next event. Returns how many, or
 /// the first record that could not be rewritten.
