@@ -5,6 +5,7 @@ pub mod check_config;
 pub mod cycle;
 pub mod doctor;
 pub mod facts;
+pub mod flag;
 pub mod guardrail;
 pub mod import;
 pub mod init;
@@ -30,6 +31,59 @@ use sandrail::locations;
 pub fn project_config() -> anyhow::Result<Config> {
     let cwd = std::env::current_dir().ok();
     Ok(Config::discover(locations::project_dir(cwd).as_deref())?)
+}
+
+/// The policy a new session of the current directory's project would run now,
+/// decided by the hook's own function ([`sandrail::policy::prospect`]): the
+/// config on disk where the ratchet takes it, else the accepted policy or the
+/// embedded default it is held for. Said on stderr: what of it could not be read.
+pub fn policy_in_force() -> sandrail::policy::Prospect {
+    let state = locations::state_dir();
+    let project = project_dir().map(|here| match &state {
+        Some(state) => sandrail::policy::project_for(state, &here),
+        None => here,
+    });
+    let timeouts = sandrail::harness::timeouts::of_project(project.as_deref());
+    let prospect = sandrail::policy::prospect(
+        &sandrail::policy::Source::Project,
+        state.as_deref(),
+        project.as_deref(),
+        &timeouts,
+    );
+    for alert in &prospect.alerts {
+        eprintln!("sandrail: {alert}");
+    }
+    prospect
+}
+
+/// What a person must hear when the policy on disk is not what runs: that it
+/// is held, what runs instead, and how to accept it. `None` when it runs.
+pub fn held_notice(prospect: &sandrail::policy::Prospect) -> Option<String> {
+    use sandrail::policy::Standing;
+    let on_disk = &prospect.on_disk;
+    match &prospect.standing {
+        Standing::Taken { .. } => None,
+        Standing::Held { changes } => Some(format!(
+            "the policy on disk ({}, {}) is held, not in force: {}. New sessions run the accepted policy {} ({}{}) instead, and running sessions keep the policy each started with. To accept the one on disk, run `sandrail trust` in a terminal.",
+            on_disk.id(),
+            on_disk.origin(),
+            changes.join("; "),
+            prospect.policy.id(),
+            prospect.policy.origin(),
+            prospect
+                .accepted
+                .as_ref()
+                .map_or_else(String::new, |a| format!(
+                    ", accepted {} ({})",
+                    a.accepted_at, a.how
+                )),
+        )),
+        Standing::Default { why } => Some(format!(
+            "the policy on disk ({}, {}) is held, not in force: it {why}, and nothing accepted for this project can run instead. New sessions run the embedded default. To accept the one on disk, run `sandrail trust` in a terminal.",
+            on_disk.id(),
+            on_disk.origin(),
+        )),
+    }
 }
 
 /// The project the current directory belongs to.

@@ -49,7 +49,25 @@ pub struct Export {
 /// Reads, compiles (or takes from the cache) and describes the component.
 pub fn describe(runtime: &Runtime, source: &Source) -> Result<Description, LoadError> {
     let prepared = runtime::prepare(source, None)?;
-    let shape = runtime.shape(&prepared)?;
+    describe_prepared(runtime, source, &prepared)
+}
+
+/// [`describe`] for what a configured entry runs: its policy's kept copy when it
+/// has one, which may no longer be what its source file holds.
+pub fn describe_guardrail(
+    runtime: &Runtime,
+    guardrail: &Guardrail,
+) -> Result<Description, LoadError> {
+    let prepared = runtime::prepare_unpinned(guardrail)?;
+    describe_prepared(runtime, &guardrail.source, &prepared)
+}
+
+fn describe_prepared(
+    runtime: &Runtime,
+    source: &Source,
+    prepared: &runtime::Prepared,
+) -> Result<Description, LoadError> {
+    let shape = runtime.shape(prepared)?;
     let mut versions = Vec::new();
     let mut exports_evaluate = false;
     let mut exports_configure = false;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use commands::flag::FlagCommand;
 use commands::state::StateCommand;
 use sandrail::harness::Harness;
 use sandrail::hook;
@@ -157,6 +158,9 @@ enum Command {
     /// Switch a guardrail on or off: in the config in force, or for one session.
     #[command(subcommand)]
     Guardrail(Switch),
+    /// Set or clear a flag in a running session (a person at a terminal only).
+    #[command(subcommand)]
+    Flag(FlagCommand),
     /// What a component is, what each import reaches, and what the config grants it.
     Inspect {
         /// A component file, or builtin:NAME.
@@ -378,6 +382,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             system,
         } => commands::serve::run(listen, socket, socket_mode, system),
         Command::State(cmd) => commands::state::run(cmd),
+        Command::Flag(cmd) => commands::flag::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),
         Command::Status { session, json } => commands::status::run(session, json),
         Command::Cycle { session, json } => commands::cycle::run(session, json),

@@ -218,23 +218,155 @@ fn stateless(
     project: Option<&Path>,
     timeouts: &HookTimeouts,
 ) -> (Config, Option<String>) {
-    let located = source.locate(project);
-    let captured = capture_located(&located, None);
-    let decision = match (source, &captured.config) {
-        (Source::Managed(_), _) => decide_managed(&captured),
-        (Source::Project, Ok(config)) => first_policy(&captured, config, timeouts),
-        (Source::Project, Err(why)) => Decision::Default(format!("cannot be used ({why})")),
+    let prospect = prospect(source, None, project, timeouts);
+    let alert = match &prospect.standing {
+        Standing::Default { why } => Some(format!(
+            "sandrail: {} {why}, and with no usable state directory nothing a person accepted can be read: the embedded default is in force",
+            prospect.on_disk.origin()
+        )),
+        Standing::Taken { .. } | Standing::Held { .. } => None,
     };
-    match (decision, captured.config) {
-        (Decision::Take(_), Ok(config)) => (config, None),
-        (Decision::Default(why), _) => (
+    (prospect.config, alert)
+}
+
+/// What a new session of a project would be judged by if it started now, as
+/// the hook decides it at a session's first event ([`prospect`]).
+#[derive(Debug)]
+pub struct Prospect {
+    /// The config that would run.
+    pub config: Config,
+    /// The policy that would run.
+    pub policy: Manifest,
+    /// The policy on disk.
+    pub on_disk: Manifest,
+    /// The project's accepted policy, if it has one.
+    pub accepted: Option<ProjectRecord>,
+    /// How the policy on disk stands: taken, or held and why.
+    pub standing: Standing,
+    /// What could not be read back of the policy that would run (its copies),
+    /// for the person: the embedded default runs instead.
+    pub alerts: Vec<String>,
+}
+
+/// How the policy on disk stands for a new session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// It is what runs: `unchanged` (it is the accepted one, or differs only in
+    /// comments), `addition` (it only adds guardrails), `first-seen` (nothing
+    /// accepted yet, and it only adds to the embedded default) or `managed`.
+    Taken { how: &'static str },
+    /// It is held: the accepted policy runs instead; what it changes.
+    Held { changes: Vec<String> },
+    /// It is held and nothing accepted can run instead: the embedded default
+    /// runs; why.
+    Default { why: String },
+}
+
+impl Standing {
+    /// Whether the policy on disk is not the one that runs.
+    pub fn is_held(&self) -> bool {
+        !matches!(self, Standing::Taken { .. })
+    }
+}
+
+/// The policy a new session of `project` would start with now, decided exactly
+/// as the hook decides it at a session's first event (the same capture, the
+/// same ratchet against the project's accepted policy in `state`, under the
+/// harness's hook `timeouts`), keeping and accepting nothing: what `list` and
+/// `audit` show is what would run, not merely what is on disk.
+pub fn prospect(
+    source: &Source,
+    state: Option<&Path>,
+    project: Option<&Path>,
+    timeouts: &HookTimeouts,
+) -> Prospect {
+    let decided = decide_new_session(source, state, project, None, timeouts);
+    let Decided {
+        captured,
+        accepted,
+        decision,
+        ..
+    } = decided;
+    let mut alerts = Vec::new();
+    let (policy, config, standing) = match (decision, captured.config) {
+        (Decision::Take(how), Ok(config)) => {
+            (captured.manifest.clone(), config, Standing::Taken { how })
+        }
+        (Decision::Hold { keep, changes }, _) => {
+            // As a session's first event loads it: from the copies kept.
+            let loaded = state.map(|state| manifest::load(&keep, &Blobs::new(state)));
+            let config = match loaded {
+                Some(Ok(config)) => config,
+                Some(Err(e)) => {
+                    alerts.push(format!(
+                        "the accepted policy ({}, {}) cannot be read back from its copies ({e}), so a new session would run the embedded default; run `sandrail trust` in a terminal to take the policy on disk",
+                        keep.id(),
+                        keep.origin()
+                    ));
+                    embedded()
+                }
+                None => embedded(),
+            };
+            (*keep, config, Standing::Held { changes })
+        }
+        (Decision::Default(why), _) => (embedded_manifest(), embedded(), Standing::Default { why }),
+        // A decision to take a config that cannot be used is never made.
+        (Decision::Take(_), Err(why)) => (
+            embedded_manifest(),
             embedded(),
-            Some(format!(
-                "sandrail: {} {why}, and with no usable state directory nothing a person accepted can be read: the embedded default is in force",
-                captured.manifest.origin()
-            )),
+            Standing::Default {
+                why: format!("cannot be used ({why})"),
+            },
         ),
-        _ => (embedded(), None),
+    };
+    Prospect {
+        config,
+        policy,
+        on_disk: captured.manifest,
+        accepted,
+        standing,
+        alerts,
+    }
+}
+
+/// The policy on disk, the project's accepted one and what the ratchet makes of
+/// them: the one decision a new session's policy comes from.
+struct Decided {
+    located: Result<Located, String>,
+    captured: Captured,
+    accepted: Option<ProjectRecord>,
+    decision: Decision,
+}
+
+/// Captures the policy on disk (keeping copies in `keep`, when given) and
+/// decides it against the project's accepted policy in `state` (none without
+/// one, as for a project with nothing accepted).
+fn decide_new_session(
+    source: &Source,
+    state: Option<&Path>,
+    project: Option<&Path>,
+    keep: Option<&Blobs>,
+    timeouts: &HookTimeouts,
+) -> Decided {
+    let located = source.locate(project);
+    let captured = capture_located(&located, keep);
+    let accepted = match (source, state, project) {
+        (Source::Project, Some(state), Some(project)) => accepted(state, project),
+        _ => None,
+    };
+    let decision = match source {
+        Source::Project => {
+            let blobs = state.map(Blobs::new);
+            let against = accepted.as_ref().zip(blobs.as_ref());
+            decide(against, &captured, timeouts)
+        }
+        Source::Managed(_) => decide_managed(&captured),
+    };
+    Decided {
+        located,
+        captured,
+        accepted,
+        decision,
     }
 }
 
@@ -306,16 +438,12 @@ fn start(
     transcript: Option<&str>,
     timeouts: HookTimeouts,
 ) -> (SessionRecord, Vec<String>) {
-    let located = source.locate(project);
-    let captured = capture_located(&located, Some(blobs));
-    let accepted = match source {
-        Source::Project => project.and_then(|p| accepted(state, p)),
-        Source::Managed(_) => None,
-    };
-    let decision = match source {
-        Source::Project => decide(accepted.as_ref(), &captured, blobs, &timeouts),
-        Source::Managed(_) => decide_managed(&captured),
-    };
+    let Decided {
+        located,
+        captured,
+        accepted,
+        decision,
+    } = decide_new_session(source, Some(state), project, Some(blobs), &timeouts);
     let mut alerts = Vec::new();
     let mut held = Vec::new();
     let policy = match decision {
@@ -425,17 +553,19 @@ pub fn managed_unfit(config: &Path) -> Option<String> {
     }
 }
 
+/// The ratchet for a project's new session: the policy on disk against the
+/// project's accepted one (with the copies it is kept in), or against the
+/// embedded default when nothing is accepted.
 fn decide(
-    accepted: Option<&ProjectRecord>,
+    accepted: Option<(&ProjectRecord, &Blobs)>,
     captured: &Captured,
-    blobs: &Blobs,
     timeouts: &HookTimeouts,
 ) -> Decision {
     let config = match &captured.config {
         Ok(config) => config,
         Err(why) => {
             return match accepted {
-                Some(accepted) => Decision::Hold {
+                Some((accepted, _)) => Decision::Hold {
                     keep: Box::new(accepted.policy.clone()),
                     changes: vec![format!("it cannot be used: {why}")],
                 },
@@ -443,7 +573,7 @@ fn decide(
             };
         }
     };
-    let Some(accepted) = accepted else {
+    let Some((accepted, blobs)) = accepted else {
         return first_policy(captured, config, timeouts);
     };
     if accepted.policy == captured.manifest {
@@ -702,6 +832,13 @@ pub fn on_disk(project: Option<&Path>, blobs: Option<&Blobs>) -> Captured {
 /// A session's policy record, if it has one.
 pub fn session_record(state: &Path, session: &str) -> Option<SessionRecord> {
     read_json(&crate::store::session_file(state, session, SESSION_RECORD))
+}
+
+/// The config a session is judged by, read back from its policy's copies, if
+/// it has a record that can be.
+pub fn session_config(state: &Path, session: &str) -> Option<Config> {
+    let record = session_record(state, session)?;
+    manifest::load(&record.policy, &Blobs::new(state)).ok()
 }
 
 /// Puts `policy` in force for every session of `project` that has a record:

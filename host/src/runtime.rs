@@ -835,16 +835,33 @@ pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepare
     if let Some(crate::lock::Locked::Unusable(why)) = &guardrail.locked {
         return Err(LoadError::LockUnusable(why.clone()));
     }
-    let prepared = match &guardrail.frozen {
+    let (bytes, sha256) = read_guardrail(guardrail)?;
+    let prepared = prepare_bytes(bytes, sha256, guardrail.sha256.as_deref())?;
+    admit(guardrail, prepared)
+}
+
+/// [`prepare`] of what an entry runs, checked against no pin: for a reviewer,
+/// who must see the component whatever its pins say.
+pub fn prepare_unpinned(guardrail: &crate::config::Guardrail) -> Result<Prepared, LoadError> {
+    let (bytes, sha256) = read_guardrail(guardrail)?;
+    prepare_bytes(bytes, sha256, None)
+}
+
+/// The bytes an entry runs and their sha256: the copy its policy keeps when
+/// it belongs to a kept policy (what a session runs, whatever became of the
+/// file since), else its source as it is now.
+pub fn read_guardrail(
+    guardrail: &crate::config::Guardrail,
+) -> Result<(Cow<'static, [u8]>, String), LoadError> {
+    match &guardrail.frozen {
         Some(frozen) => {
             let (bytes, sha256) = frozen
                 .read_hashed(MAX_COMPONENT_BYTES)
                 .map_err(LoadError::Snapshot)?;
-            prepare_bytes(Cow::Owned(bytes), sha256, guardrail.sha256.as_deref())?
+            Ok((Cow::Owned(bytes), sha256))
         }
-        None => prepare(&guardrail.source, guardrail.sha256.as_deref())?,
-    };
-    admit(guardrail, prepared)
+        None => read_source(&guardrail.source),
+    }
 }
 
 /// Whether the entry may run what was prepared for it: the lock is usable, the

@@ -28,7 +28,7 @@ use redb::{
     Database, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
 };
 
-pub use flags::{FlagError, FlagGrants};
+pub use flags::{FlagError, FlagGrants, NotAFlagName, check_name as check_flag_name};
 pub use lock::SessionLock;
 
 use flags::StagedFlags;

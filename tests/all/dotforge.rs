@@ -117,6 +117,8 @@ fn importing_again_keeps_the_switches_a_person_set() {
         "{}",
         again.stdout()
     );
+    // Switching a guardrail off is a change of policy: in force once accepted.
+    project.trust();
     let list = project.run(&["list", "--json"]);
     let enabled: BTreeMap<String, bool> = list
         .stdout()

@@ -204,3 +204,179 @@ fn a_guardrail_built_against_0_1_0_still_loads_and_judges() {
         Some("[old-rule/r] old but judged")
     );
 }
+
+/// A checker of `ready` on Grep and a consumer of it on Write.
+fn reader_and_consumer() -> String {
+    format!(
+        "{}{}",
+        flagger("reader", "flag-check", "check = [\"ready\"]", "Grep"),
+        flagger("writer", "flag-consume", "consume = [\"ready\"]", "Write")
+    )
+}
+
+/// `sandrail flag set|clear`, confirmed by a person at a terminal: the
+/// guardrails that check or consume the flag see the change at the session's
+/// next event, and only in that session.
+#[test]
+fn a_person_sets_and_clears_a_flag_the_guardrails_see_it_at_the_next_event() {
+    let project = Project::new();
+    project.reconfigure(&reader_and_consumer());
+    assert_eq!(
+        project.hook(&grep("sess-person")).context(),
+        "[reader] ready is set: false"
+    );
+    let set = project.at_terminal(&["flag", "set", "ready", "--session", "sess-person"], None);
+    assert!(set.ok(), "{}", set.stdout());
+    assert!(
+        set.stdout()
+            .contains("This sets the flag 'ready' in session sess-person (checked by reader; consumed by writer)."),
+        "{}",
+        set.stdout()
+    );
+    assert!(
+        set.stdout()
+            .contains("Set flag 'ready' in session sess-person at "),
+        "{}",
+        set.stdout()
+    );
+    assert_eq!(
+        project.hook(&grep("sess-person")).context(),
+        "[reader] ready is set: true"
+    );
+    let status = project.run(&["status", "--json", "--session", "sess-person"]);
+    let status: serde_json::Value = serde_json::from_str(&status.stdout()).expect("status");
+    assert_eq!(status["flags"][0]["name"], "ready");
+    // Another session does not see it.
+    assert_eq!(
+        project.hook(&grep("sess-other")).context(),
+        "[reader] ready is set: false"
+    );
+    let clear = project.at_terminal(
+        &["flag", "clear", "ready", "--session", "sess-person"],
+        None,
+    );
+    assert!(clear.ok(), "{}", clear.stdout());
+    assert!(
+        clear
+            .stdout()
+            .contains("Cleared flag 'ready' in session sess-person."),
+        "{}",
+        clear.stdout()
+    );
+    assert_eq!(
+        project.hook(&grep("sess-person")).context(),
+        "[reader] ready is set: false"
+    );
+    // Set by a person, consumed by a guardrail like any other.
+    assert!(
+        project
+            .at_terminal(&["flag", "set", "ready", "--session", "sess-person"], None)
+            .ok()
+    );
+    let write_file = write("sess-person", "/home/dev/project/a.rs");
+    assert_eq!(
+        project.hook(&write_file).context(),
+        "[writer] ready consumed: true"
+    );
+    assert_eq!(
+        project.hook(&write_file).context(),
+        "[writer] ready consumed: false"
+    );
+    // What would change nothing is said, and nothing is asked.
+    let again = project.at_terminal(
+        &["flag", "clear", "ready", "--session", "sess-person"],
+        None,
+    );
+    assert_eq!(again.code(), Some(1), "{}", again.stdout());
+    assert!(
+        again
+            .stdout()
+            .contains("flag 'ready' is not set in session sess-person"),
+        "{}",
+        again.stdout()
+    );
+    let unknown = project.at_terminal(&["flag", "set", "redy", "--session", "sess-person"], None);
+    assert_eq!(unknown.code(), Some(1), "{}", unknown.stdout());
+    assert!(
+        unknown
+            .stdout()
+            .contains("sets, checks or consumes a flag 'redy'")
+            && !unknown.stdout().contains("to confirm"),
+        "{}",
+        unknown.stdout()
+    );
+    let unseen = project.at_terminal(&["flag", "set", "ready", "--session", "never-seen"], None);
+    assert_eq!(unseen.code(), Some(1), "{}", unseen.stdout());
+    assert!(
+        unseen.stdout().contains("no session 'never-seen'"),
+        "{}",
+        unseen.stdout()
+    );
+}
+
+/// The agent runs its commands on pipes: `flag set` and `flag clear` are turned
+/// away there (exit 2, saying why) and change nothing, and a code typed wrong
+/// at a terminal changes nothing either.
+#[test]
+fn flag_commands_without_a_person_are_refused_and_change_nothing() {
+    let project = Project::new();
+    project.reconfigure(&reader_and_consumer());
+    assert_eq!(
+        project.hook(&grep("sess-piped")).context(),
+        "[reader] ready is set: false"
+    );
+    let set = project.run(&["flag", "set", "ready", "--session", "sess-piped"]);
+    assert_eq!(set.code(), Some(2), "{}", set.stderr());
+    assert!(
+        set.stderr().contains(
+            "`sandrail flag set` sets the flag 'ready' in session sess-piped (checked by reader; consumed by writer), so it needs a person at a terminal"
+        ) && set.stderr().contains("Nothing was changed."),
+        "{}",
+        set.stderr()
+    );
+    assert_eq!(set.stdout(), "");
+    assert_eq!(
+        project.hook(&grep("sess-piped")).context(),
+        "[reader] ready is set: false"
+    );
+    let wrong = project.at_terminal(
+        &["flag", "set", "ready", "--session", "sess-piped"],
+        Some("not-the-code"),
+    );
+    assert_eq!(wrong.code(), Some(1), "{}", wrong.stdout());
+    assert_eq!(
+        project.hook(&grep("sess-piped")).context(),
+        "[reader] ready is set: false"
+    );
+    assert!(
+        project
+            .at_terminal(&["flag", "set", "ready", "--session", "sess-piped"], None)
+            .ok()
+    );
+    let clear = project.run(&["flag", "clear", "ready", "--session", "sess-piped"]);
+    assert_eq!(clear.code(), Some(2), "{}", clear.stderr());
+    assert!(
+        clear
+            .stderr()
+            .contains("`sandrail flag clear` clears the flag 'ready'")
+            && clear.stderr().contains("needs a person at a terminal"),
+        "{}",
+        clear.stderr()
+    );
+    assert_eq!(
+        project.hook(&grep("sess-piped")).context(),
+        "[reader] ready is set: true"
+    );
+    // Asked of the hook, the command itself is refused to the agent.
+    let asked = project.hook(&bash(
+        "sess-piped",
+        "sandrail flag clear ready --session sess-piped",
+    ));
+    assert!(
+        asked
+            .deny_reason()
+            .is_some_and(|r| r.contains("sandrail refused `sandrail flag clear`")),
+        "{}",
+        asked.stdout()
+    );
+}

@@ -112,6 +112,8 @@ consume = ["approved"]
         old_probe()
     ));
     assert!(project.run(&["pin"]).ok());
+    // The pins are a change of policy: in force once a person accepts them.
+    project.trust();
     let run = project.run(&["audit"]);
     assert!(run.ok(), "{}", run.stderr());
     let out = run.stdout();
@@ -174,4 +176,67 @@ fn inspect_says_what_the_escalation_import_reaches() {
         "{out}"
     );
     assert!(!out.contains("not provided by sandrail"), "{out}");
+}
+
+/// `audit` says whether the OS sandbox is on for the project, and whether the
+/// policy in force switched it off (`[protect] os_sandbox = false`) — a config
+/// on disk that does so is held and changes nothing until accepted.
+#[test]
+fn audit_says_whether_the_os_sandbox_is_on_and_whether_the_policy_switched_it_off() {
+    let project = Project::new();
+    let settings = project.dir().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().expect("dir")).expect("dir");
+    std::fs::write(
+        &settings,
+        serde_json::json!({
+            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "sandrail hook"}]}]}
+        })
+        .to_string(),
+    )
+    .expect("settings");
+    let audit = |project: &Project| -> (String, Value) {
+        let text = project.run(&["audit"]).stdout();
+        let json = serde_json::from_str(&project.run(&["audit", "--json"]).stdout()).expect("json");
+        (text, json)
+    };
+    let (text, json) = audit(&project);
+    assert!(
+        text.contains("\nsandbox    OFF for claude (below): the project relies on it"),
+        "{text}"
+    );
+    assert_eq!(json["os_sandbox_on"], false);
+    assert_eq!(json["os_sandbox_switched_off"], false);
+
+    let off = "[protect]\nos_sandbox = false\n[[guardrail]]\nname = \"destructive-commands\"\nsource = \"builtin:destructive-commands\"\nevents = [\"PreToolUse\"]\n";
+    project.write_config(off);
+    let (text, json) = audit(&project);
+    assert!(
+        text.contains("the project relies on it") && text.contains("on disk    HELD"),
+        "{text}"
+    );
+    assert_eq!(json["os_sandbox_switched_off"], false);
+
+    project.config(off);
+    let (text, json) = audit(&project);
+    assert!(
+        text.contains(
+            "\nsandbox    OFF for claude, as the policy in force chose ([protect] os_sandbox = false)"
+        ),
+        "{text}"
+    );
+    assert_eq!(json["os_sandbox_on"], false);
+    assert_eq!(json["os_sandbox_switched_off"], true);
+
+    let mut protect = project.cmd();
+    protect
+        .env("PATH", project.path_with_sandbox_tools())
+        .args(["protect", "--harness", "claude"]);
+    let run = Run(protect.output().expect("sandrail protect"));
+    assert!(run.ok(), "{}", run.stderr());
+    let (text, json) = audit(&project);
+    assert!(
+        text.contains("\nsandbox    on for every harness registered"),
+        "{text}"
+    );
+    assert_eq!(json["os_sandbox_on"], true);
 }

@@ -389,6 +389,7 @@ fn the_agent_user_cannot_reach_the_managed_servers_state_policy_or_process() {
             "managed-1",
         ],
         vec!["trust"],
+        vec!["flag", "set", "ready", "--session", "managed-1"],
     ] {
         let out = machine.agent_sandrail(&args);
         assert!(

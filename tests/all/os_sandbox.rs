@@ -783,13 +783,42 @@ fn trust_driven_through_a_pty_under_the_sandbox_changes_nothing_and_says_so() {
             .collect::<Vec<_>>()
     };
     let before = accepted();
-    // The driver: runs `sandrail trust` on a pty, answers with the code shown.
+    let out = driven_through_a_pty(&project, &srt, &settings, &home, &tmp, &["trust"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("to confirm:"),
+        "the driver reached the prompt: {said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("could not be saved") && !said.contains("Accepted policy"),
+        "{said}"
+    );
+    assert_eq!(accepted(), before, "nothing was accepted");
+    let run = project.hook(&bash("s-pty", "git push --force origin main"));
+    assert!(run.deny_reason().is_some(), "{}", run.stderr());
+}
+
+/// Runs `sandrail ARGS…` under the sandbox runtime with `settings`, on a
+/// pseudo-terminal a program drives: it reads the confirmation code off the
+/// screen and types it back, as an agent's script could. Its stdout holds what
+/// the terminal showed.
+fn driven_through_a_pty(
+    project: &Project,
+    srt: &Path,
+    settings: &Path,
+    home: &Path,
+    tmp: &Path,
+    args: &[&str],
+) -> std::process::Output {
+    let argv: Vec<&str> = std::iter::once(BIN).chain(args.iter().copied()).collect();
     let driver = format!(
         r#"
 import os, pty, re, sys
 pid, fd = pty.fork()
 if pid == 0:
-    os.execv({bin:?}, [{bin:?}, "trust"])
+    os.execv({bin:?}, {argv:?})
 seen = b""
 answered = False
 while True:
@@ -810,15 +839,55 @@ sys.exit(os.waitstatus_to_exitcode(status))
 "#,
         bin = BIN
     );
-    let out = project
-        .with_env(Command::new(&srt))
+    project
+        .with_env(Command::new(srt))
         .arg("-s")
-        .arg(&settings)
+        .arg(settings)
         .args(["--", "python3", "-c", &driver])
-        .env("HOME", &home)
-        .env("TMPDIR", &tmp)
+        .env("HOME", home)
+        .env("TMPDIR", tmp)
         .output()
-        .expect("srt");
+        .expect("srt")
+}
+
+/// The same for `sandrail flag set`: under the sandbox `init` sets up, a run
+/// the agent drives through a pty reaches the prompt, cannot write the
+/// session's state, says so and exits 1, and the flag stays unset.
+#[test]
+fn flag_set_driven_through_a_pty_under_the_sandbox_changes_nothing_and_says_so() {
+    let project = Project::new();
+    let Some(srt) = sandbox_runtime(&project) else {
+        return;
+    };
+    let (dir, home) = initialised(&project);
+    project.reconfigure(&format!(
+        "[[guardrail]]\nname = \"reader\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\nmatcher = \"Grep\"\n[guardrail.flags]\ncheck = [\"ready\"]\n[guardrail.config]\naction = \"flag-check\"\nkey = \"ready\"\n"
+    ));
+    let grep = payload(
+        "PreToolUse",
+        "s-flag-pty",
+        json!({"tool_name": "Grep", "tool_input": {"pattern": "fn main"}}),
+    );
+    assert_eq!(
+        project.hook(&grep).context(),
+        "[reader] ready is set: false"
+    );
+    let claude: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".claude/settings.json")).expect("settings"),
+    )
+    .expect("json");
+    let tmp = project.root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let settings = project.root.path().join("srt-flag.json");
+    std::fs::write(&settings, srt_settings_of(&claude, &dir, &home, &tmp)).expect("srt");
+    let out = driven_through_a_pty(
+        &project,
+        &srt,
+        &settings,
+        &home,
+        &tmp,
+        &["flag", "set", "ready", "--session", "s-flag-pty"],
+    );
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains("to confirm:"),
@@ -827,12 +896,13 @@ sys.exit(os.waitstatus_to_exitcode(status))
     );
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(
-        said.contains("could not be saved") && !said.contains("Accepted policy"),
+        said.contains("could not be saved") && !said.contains("Set flag"),
         "{said}"
     );
-    assert_eq!(accepted(), before, "nothing was accepted");
-    let run = project.hook(&bash("s-pty", "git push --force origin main"));
-    assert!(run.deny_reason().is_some(), "{}", run.stderr());
+    assert_eq!(
+        project.hook(&grep).context(),
+        "[reader] ready is set: false"
+    );
 }
 
 /// A hook runs outside the sandbox, so a program it runs from `PATH` must not

@@ -253,6 +253,8 @@ fn sandrails_own_changing_commands_are_refused_to_the_agent() {
         "sandrail guardrail off destructive-commands --session s1",
         "sandrail import dotforge ./behaviors",
         "sandrail pin",
+        "sandrail flag set tests_passed --session s1",
+        "sandrail flag clear tests_passed --session s1",
         "cd /tmp && ~/.cargo/bin/sandrail state set x y z",
         "bash -c 'sandrail guardrail off budget'",
     ] {

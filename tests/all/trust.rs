@@ -600,3 +600,177 @@ fn trust_that_cannot_save_its_acceptance_fails_loudly() {
         run.stdout()
     );
 }
+
+/// A probe noting `value` on every event.
+fn noting(value: &str) -> String {
+    probe_config(&[(
+        "probe",
+        &format!("[guardrail.config]\naction = \"note\"\nvalue = \"{value}\"\n"),
+    )])
+}
+
+/// `list` and `audit` show what a new session would run, decided as the hook
+/// decides it: while the config on disk is held, the accepted policy, with
+/// what is held and how to accept it; once accepted, the config on disk.
+#[test]
+fn list_and_audit_show_the_policy_in_force_not_a_held_config() {
+    let project = Project::new();
+    project.config(&noting("accepted"));
+    project.write_config(&noting("on disk"));
+    // What the hook runs for a new session.
+    assert_eq!(
+        project.hook(&bash("s-new", "ls")).context(),
+        "[probe] accepted"
+    );
+    let config = project.dir().join("sandrail.toml");
+    let list = project.run(&["list"]);
+    assert!(list.ok(), "{}", list.stderr());
+    let out = list.stdout();
+    assert!(
+        out.starts_with(&format!("config: {} as accepted ", config.display()))
+            && out
+                .lines()
+                .next()
+                .is_some_and(|l| l.ends_with(", not as it is on disk")),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nheld: the policy on disk (")
+            && out.contains("is held, not in force: guardrail 'probe' changed: `config`")
+            && out.contains("run `sandrail trust` in a terminal"),
+        "{out}"
+    );
+    let json = project.run(&["list", "--json"]);
+    let lines: Vec<Value> = json
+        .stdout()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one guardrail a line"))
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert!(
+        json.stderr().contains("is held, not in force"),
+        "{}",
+        json.stderr()
+    );
+    let audit = project.run(&["audit", "--json"]);
+    let audit: Value = serde_json::from_str(&audit.stdout()).expect("audit");
+    assert_eq!(
+        audit["guardrails"][0]["config"],
+        serde_json::json!({"action": "note", "value": "accepted"})
+    );
+    let policy = &audit["policy"];
+    assert_eq!(policy["held"], true, "{policy}");
+    assert_eq!(policy["how"], "person", "{policy}");
+    assert!(policy["accepted_at"].is_string(), "{policy}");
+    assert_eq!(
+        policy["changes"],
+        serde_json::json!(["guardrail 'probe' changed: `config`"])
+    );
+    assert_eq!(policy["on_disk"]["config"], config.display().to_string());
+    assert!(policy["on_disk"]["modified"].is_string(), "{policy}");
+    assert_ne!(policy["on_disk"]["id"], policy["id"]);
+    let text = project.run(&["audit"]).stdout();
+    for line in [
+        "\npolicy     ",
+        " (person)\n",
+        "\non disk    HELD (its config last written ",
+        "guardrail 'probe' changed: `config`",
+        "\n    config     {\"action\":\"note\",\"value\":\"accepted\"}\n",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in {text}");
+    }
+
+    // Accepted, it is what runs and what is shown.
+    project.trust();
+    let audit = project.run(&["audit", "--json"]);
+    let audit: Value = serde_json::from_str(&audit.stdout()).expect("audit");
+    assert_eq!(audit["policy"]["held"], false);
+    assert_eq!(audit["policy"]["on_disk"]["id"], audit["policy"]["id"]);
+    assert_eq!(audit["guardrails"][0]["config"]["value"], "on disk");
+    let list = project.run(&["list"]).stdout();
+    assert!(!list.contains("held"), "{list}");
+    assert!(
+        list.starts_with(&format!("config: {}\n", config.display())),
+        "{list}"
+    );
+    assert_eq!(
+        project.hook(&bash("s-after", "ls")).context(),
+        "[probe] on disk"
+    );
+
+    // An addition is taken by a new session: shown as in force, not yet accepted.
+    let mut added = noting("on disk");
+    added.push_str(&noting("added").replace("name = \"probe\"", "name = \"second\""));
+    project.write_config(&added);
+    let audit = project.run(&["audit", "--json"]);
+    let audit: Value = serde_json::from_str(&audit.stdout()).expect("audit");
+    assert_eq!(audit["policy"]["held"], false);
+    assert_eq!(audit["policy"]["how"], "addition");
+    assert_eq!(audit["guardrails"][1]["name"], "second");
+    assert!(
+        project
+            .run(&["audit"])
+            .stdout()
+            .contains("not accepted yet: a new session takes it and accepts it (addition)")
+    );
+}
+
+/// With nothing accepted, a config on disk that does more than add to the
+/// embedded default is held, and the embedded default is shown as what runs.
+#[test]
+fn list_and_audit_show_the_embedded_default_while_a_first_config_is_held() {
+    let project = Project::new();
+    project.write_config(
+        "[settings]\ngate = \"observe\"\n[[guardrail]]\nname = \"destructive-commands\"\nsource = \"builtin:destructive-commands\"\nevents = [\"PreToolUse\"]\n",
+    );
+    assert!(force_push_refused(
+        &project.hook(&bash("s-first", "git push --force"))
+    ));
+    let list = project.run(&["list"]).stdout();
+    assert!(list.starts_with("config: (embedded default)\n"), "{list}");
+    assert!(
+        list.contains("does more than add guardrails to the embedded default")
+            && list.contains("New sessions run the embedded default.")
+            && list.contains("session-budget"),
+        "{list}"
+    );
+    let audit = project.run(&["audit", "--json"]);
+    let audit: Value = serde_json::from_str(&audit.stdout()).expect("audit");
+    assert_eq!(audit["config"], "(embedded default)");
+    assert_eq!(audit["gate"], "enforce");
+    assert_eq!(audit["policy"]["held"], true);
+    assert_eq!(audit["policy"]["accepted_at"], Value::Null);
+}
+
+/// While the component file on disk is replaced (and so held), `list` and
+/// `audit` show the sha256 of the copy accepted with the policy, which is what
+/// a new session runs.
+#[test]
+fn a_held_component_shows_the_accepted_copys_hash() {
+    let project = Project::new();
+    let component = project.dir().join("guard.wasm");
+    std::fs::copy(PROBE, &component).expect("copy the probe");
+    let accepted = sandrail::sha256_hex(&std::fs::read(PROBE).expect("probe"));
+    project.config(
+        "[[guardrail]]\nname = \"guard\"\nsource = \"guard.wasm\"\nevents = [\"PreToolUse\"]\n[guardrail.config]\naction = \"note\"\nvalue = \"accepted copy\"\n",
+    );
+    let other =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/probe-0.1.0.wasm");
+    std::fs::copy(&other, &component).expect("replace the component");
+    let replaced = sandrail::sha256_hex(&std::fs::read(&other).expect("fixture"));
+    assert_ne!(accepted, replaced);
+    let list = project.run(&["list"]).stdout();
+    assert!(
+        list.contains(&format!("sha256   {accepted}"))
+            && !list.contains(&replaced)
+            && list.contains("guardrail 'guard' changed: its component's bytes"),
+        "{list}"
+    );
+    let audit = project.run(&["audit", "--json"]);
+    let audit: Value = serde_json::from_str(&audit.stdout()).expect("audit");
+    assert_eq!(audit["guardrails"][0]["component"]["sha256"], accepted);
+    assert_eq!(
+        project.hook(&bash("s-copy", "ls")).context(),
+        "[guard] accepted copy"
+    );
+}

@@ -1,4 +1,6 @@
-//! `sandrail list`: the guardrails in force.
+//! `sandrail list`: the guardrails in force — what a new session of the project
+//! would run now, which is not the config on disk while that is held for a
+//! person to accept.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -6,9 +8,10 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use sandrail::config::{Config, OnError};
-use sandrail::runtime::read_source;
+use sandrail::policy::Standing;
+use sandrail::runtime::read_guardrail;
 
-use super::project_config;
+use super::{held_notice, policy_in_force};
 
 /// Zero guardrails in force is never said quietly.
 pub fn warn_if_empty(config: &Config) {
@@ -21,17 +24,36 @@ pub fn warn_if_empty(config: &Config) {
 }
 
 pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
-    let config = project_config()?;
-    warn_if_empty(&config);
+    let prospect = policy_in_force();
+    let config = &prospect.config;
+    warn_if_empty(config);
+    let held = held_notice(&prospect);
     let mut out = std::io::stdout().lock();
-    if !as_json {
-        writeln!(out, "config: {}", config.origin)?;
+    if as_json {
+        // Each line is a guardrail in force; what is held is the person's to hear.
+        if let Some(held) = &held {
+            eprintln!("sandrail: {held}");
+        }
+    } else {
+        match (&prospect.standing, &prospect.accepted) {
+            (Standing::Held { .. }, Some(accepted)) => writeln!(
+                out,
+                "config: {} as accepted {} (policy {}), not as it is on disk",
+                config.origin,
+                accepted.accepted_at,
+                prospect.policy.id()
+            )?,
+            _ => writeln!(out, "config: {}", config.origin)?,
+        }
+        if let Some(held) = &held {
+            writeln!(out, "held: {held}")?;
+        }
         if config.guardrails.is_empty() {
             writeln!(out, "\nNO GUARDRAILS: nothing is judged")?;
         }
     }
     for g in &config.guardrails {
-        let (_, sha256) = read_source(&g.source)?;
+        let (_, sha256) = read_guardrail(g)?;
         let events: Vec<&str> = g.events.iter().map(|e| e.name()).collect();
         let matcher = g.matcher_text.as_deref().unwrap_or("*");
         // By its own `sha256`, or by sandrail.lock.
@@ -105,7 +127,7 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     if !as_json {
-        flag_table(&config, &mut out)?;
+        flag_table(config, &mut out)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! The commands that loosen what a running session is held to — `trust`,
-//! `guardrail off --session`, `state set`, `state delete` — are a person's: they
-//! run only with a terminal on stdin and stdout and a confirmation typed there.
+//! `guardrail off --session`, `state set`, `state delete`, `flag set`, `flag
+//! clear` — are a person's: they run only with a terminal on stdin and stdout
+//! and a confirmation typed there.
 //!
 //! An agent's tool calls run on pipes, so a copy of the binary run by the agent
 //! is turned away here whatever it is called. The confirmation is a code shown
@@ -49,5 +50,22 @@ fn challenge() -> Option<String> {
             .iter()
             .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
             .collect(),
+    )
+}
+
+/// The error for a write a person's command could not make: what was not
+/// kept, where, and what that leaves. Under the harness's OS sandbox sandrail's
+/// state is read-only, so a run the agent drove (through a pseudo-terminal)
+/// ends here, changing nothing.
+pub fn not_saved(
+    command: &str,
+    place: &std::path::Path,
+    what: &str,
+    leaves: &str,
+    error: impl std::fmt::Display,
+) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{what} could not be saved in {} ({error}); {leaves}. Run `sandrail {command}` again where sandrail's state can be written (not through the agent: under the harness's OS sandbox it is read-only)",
+        place.display()
     )
 }

@@ -114,7 +114,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
     if binding.is_none() || moves.is_some() {
         let anchors = locations::binding::anchors_root().unwrap_or_default();
         locations::binding::bind(&project, &state, &log).map_err(|e| {
-            not_saved(
+            person::not_saved(
+                "trust",
                 &anchors,
                 "the binding of the project to this state directory",
                 "nothing was accepted",
@@ -123,7 +124,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         })?;
     }
     policy::accept(&state, &project, on_disk, "person").map_err(|e| {
-        not_saved(
+        person::not_saved(
+            "trust",
             &state,
             &format!("the acceptance of policy {}", on_disk.id()),
             "the policy was not accepted: new sessions keep the one accepted before",
@@ -131,7 +133,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         )
     })?;
     let sessions = policy::retake(&state, &project, on_disk).map_err(|e| {
-        not_saved(
+        person::not_saved(
+            "trust",
             &state,
             "the running sessions' policy",
             "new sessions take the policy, but running sessions may keep the one they started with",
@@ -139,7 +142,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         )
     })?;
     sandrail::protect::reset_registrations(&state, Some(&project)).map_err(|e| {
-        not_saved(
+        person::not_saved(
+            "trust",
             &state,
             "the hook registrations",
             "the policy is accepted, but ConfigChange still compares settings with the registrations remembered before",
@@ -152,18 +156,4 @@ pub fn run() -> anyhow::Result<ExitCode> {
         project.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// The error for a write `trust` could not make: what was not kept, where, and
-/// what that leaves.
-fn not_saved(
-    place: &std::path::Path,
-    what: &str,
-    leaves: &str,
-    error: std::io::Error,
-) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{what} could not be saved in {} ({error}); {leaves}. Run `sandrail trust` again where sandrail's state can be written (not through the agent: under the harness's OS sandbox it is read-only)",
-        place.display()
-    )
 }

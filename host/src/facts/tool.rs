@@ -1163,7 +1163,9 @@ fn sandrail_change(args: &[String]) -> Option<String> {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let changes = match words.as_slice() {
-        ["state", "set" | "delete", ..] | ["guardrail", "on" | "off", ..] => 2,
+        ["state", "set" | "delete", ..]
+        | ["guardrail", "on" | "off", ..]
+        | ["flag", "set" | "clear", ..] => 2,
         // `hook` is how the harness calls sandrail: run by the agent it is a
         // forged event.
         ["import" | "pin" | "trust" | "protect" | "init" | "hook", ..] => 1,
@@ -1314,6 +1316,10 @@ mod tests {
             Some("sandrail state set")
         );
         assert_eq!(named("sandrail pin").as_deref(), Some("sandrail pin"));
+        assert_eq!(
+            named("sandrail flag clear ready --session s").as_deref(),
+            Some("sandrail flag clear")
+        );
         assert_eq!(
             named("/tmp/x/sandrail init --harness claude").as_deref(),
             Some("sandrail init")

@@ -60,20 +60,28 @@ impl FlagGrants {
         names
     }
 
-    /// Checks the names: non-empty, at most [`MAX_FLAG_NAME_BYTES`], no whitespace.
+    /// Checks the names ([`check_name`]).
     pub fn validate(&self) -> Result<(), String> {
         for name in self.names() {
-            if name.is_empty()
-                || name.len() > MAX_FLAG_NAME_BYTES
-                || name.chars().any(char::is_whitespace)
-            {
-                return Err(format!(
-                    "flags: '{name}' is not a flag name (1 to {MAX_FLAG_NAME_BYTES} bytes, no spaces)"
-                ));
-            }
+            check_name(name).map_err(|e| format!("flags: {e}"))?;
         }
         Ok(())
     }
+}
+
+/// A name no flag can have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a flag name (1 to {MAX_FLAG_NAME_BYTES} bytes, no spaces)")]
+pub struct NotAFlagName(pub String);
+
+/// Checks a flag name: non-empty, at most [`MAX_FLAG_NAME_BYTES`], no
+/// whitespace — the same for an entry's grants and a person's command.
+pub fn check_name(name: &str) -> Result<(), NotAFlagName> {
+    if name.is_empty() || name.len() > MAX_FLAG_NAME_BYTES || name.chars().any(char::is_whitespace)
+    {
+        return Err(NotAFlagName(name.to_owned()));
+    }
+    Ok(())
 }
 
 /// Why a flag call was refused; mirrors the WIT `flag-error`.
@@ -119,6 +127,20 @@ impl StateTxn {
     /// Every flag set in this session, with when.
     pub fn flags(&self) -> Result<Vec<(String, u64)>, StoreError> {
         flags_in(&self.txn.open_table(FLAGS)?)
+    }
+
+    /// A person's change to a flag (`sandrail flag set|clear`), outside any
+    /// guardrail's grant: set at `set_at`, or cleared when it is `None`. Returns
+    /// whether it was set before.
+    pub fn change_flag(&mut self, flag: &str, set_at: Option<u64>) -> Result<bool, StoreError> {
+        let was_set = self.flag_is_set(flag)?;
+        if set_at.is_none() && !was_set {
+            return Ok(false);
+        }
+        let mut staged = StagedFlags::default();
+        staged.changes.insert(flag.to_owned(), set_at);
+        self.apply_flags(&staged)?;
+        Ok(was_set)
     }
 }
 
