@@ -178,6 +178,53 @@ fn a_case_file_that_cannot_run_says_what_is_wrong() {
     );
 }
 
+/// An event gives the short form or a whole payload, not both: the payload is
+/// sent as it is, so an `event` (or `tool`, `input`, …) beside it would be
+/// dropped and the case would judge another event than it names. Nor does an
+/// `input` without its `tool` pass unsent. Each is refused before anything
+/// runs, naming the case and what to do.
+#[test]
+fn a_case_giving_both_the_short_form_and_a_payload_is_refused() {
+    let project = Project::new();
+    let dir = project.dir();
+    let entry = "[[guardrail]]\nname = \"g\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\", \"Stop\"]\n";
+    let payload = "payload = { hook_event_name = \"PreToolUse\", tool_name = \"Bash\", tool_input = { command = \"ls\" } }\n";
+    for (event, said) in [
+        (
+            format!("event = \"Stop\"\n{payload}"),
+            "both `payload` and `event` are given",
+        ),
+        (
+            format!("tool = \"Bash\"\ninput = {{ command = \"git push --force\" }}\n{payload}"),
+            "both `payload` and `tool`, `input` are given",
+        ),
+        (
+            "event = \"PostToolUse\"\ninput = { command = \"ls\" }\n".to_owned(),
+            "`input` is given without `tool`",
+        ),
+    ] {
+        let text = format!(
+            "{entry}[[case]]\nname = \"mixed forms\"\n[[case.event]]\ntool = \"Bash\"\ninput = {{ command = \"ls\" }}\nexpect = {{ decision = \"allow\" }}\n[[case.event]]\n{event}expect = {{ decision = \"allow\" }}\n"
+        );
+        std::fs::write(dir.join("cases.toml"), &text).expect("cases");
+        let run = project.run(&["test"]);
+        assert_eq!(run.code(), Some(1), "{text}\n{}", run.stdout());
+        let err = run.stderr();
+        assert!(
+            err.contains("case 1 (mixed forms): event 2: ") && err.contains(said),
+            "{text}\n{err}"
+        );
+        if said.starts_with("both") {
+            assert!(err.contains("use one or the other"), "{err}");
+        }
+        assert!(
+            !run.stdout().contains("ok "),
+            "nothing runs: {}",
+            run.stdout()
+        );
+    }
+}
+
 /// Every bundled guardrail's own cases, and the authoring guide's worked
 /// examples, pass through the real binary.
 #[test]
