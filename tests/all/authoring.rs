@@ -273,7 +273,13 @@ fn the_examples_are_what_new_writes() {
         (
             "python-guardrail",
             "python",
-            &["app.py", "cases.toml", "README.md"][..],
+            &[
+                "logic.py",
+                "test_logic.py",
+                "app.py",
+                "cases.toml",
+                "README.md",
+            ][..],
         ),
         (
             "js-guardrail",
@@ -310,7 +316,8 @@ fn the_examples_are_what_new_writes() {
 }
 
 /// Where a guardrail toolchain is, or `None` (the test skips, unless
-/// `SANDRAIL_REQUIRE_POLYGLOT=1`, which `.ci/run` sets after installing them).
+/// `SANDRAIL_REQUIRE_POLYGLOT=1`, which `.ci/run` sets; `tests/run` installs
+/// them).
 fn toolchain(name: &str, candidates: &[PathBuf], install: &str) -> Option<PathBuf> {
     let found = candidates
         .iter()
@@ -331,10 +338,8 @@ fn toolchain(name: &str, candidates: &[PathBuf], install: &str) -> Option<PathBu
     found
 }
 
-/// Builds an example in a copy of its directory and runs its cases there.
-fn build_and_test(example: &str, build: impl FnOnce(&Path) -> std::process::Output) {
-    // The toolchain and the first compile of a large component load the machine.
-    let project = Project::alone();
+/// A copy of an example's files in `project`, where it is built and tested.
+fn copy_example(project: &Project, example: &str) -> PathBuf {
     let dir = project.root.path().join(example);
     std::fs::create_dir_all(&dir).expect("dir");
     for entry in std::fs::read_dir(root().join("examples").join(example)).expect("example") {
@@ -343,14 +348,31 @@ fn build_and_test(example: &str, build: impl FnOnce(&Path) -> std::process::Outp
             std::fs::copy(&path, dir.join(path.file_name().expect("name"))).expect("copy");
         }
     }
-    let built = build(&dir);
+    dir
+}
+
+/// Builds an example in a copy of its directory and runs its cases there.
+fn build_and_test(example: &str, build: impl FnOnce(&Path) -> std::process::Output) {
+    // The toolchain and the first compile of a large component load the machine.
+    let project = Project::alone();
+    let dir = copy_example(&project, example);
+    build_and_test_in(&project, &dir, build);
+}
+
+/// Builds the example copied to `dir` and runs its cases there.
+fn build_and_test_in(
+    project: &Project,
+    dir: &Path,
+    build: impl FnOnce(&Path) -> std::process::Output,
+) {
+    let built = build(dir);
     assert!(
         built.status.success(),
         "{}\n{}",
         String::from_utf8_lossy(&built.stdout),
         String::from_utf8_lossy(&built.stderr)
     );
-    let run = sandrail_in(&project, &dir, &["test", "--json"]);
+    let run = sandrail_in(project, dir, &["test", "--json"]);
     let report: Value = serde_json::from_str(&run.stdout()).expect("JSON report");
     assert!(run.ok(), "{report:#}\n{}", run.stderr());
     assert_eq!(report["passed"], 2, "{report:#}");
@@ -358,17 +380,81 @@ fn build_and_test(example: &str, build: impl FnOnce(&Path) -> std::process::Outp
     assert_eq!(report["verdicts"]["pass"], 1, "{report:#}");
 }
 
-/// The Python guardrail (componentize-py) refuses what the Rust one does.
+/// How many tests the Python example's test_logic.py holds: a run that
+/// collects fewer (a file not found, a test renamed out of pytest's sight) fails.
+const PYTHON_NATIVE_TESTS: usize = 4;
+
+/// `pytest -q` in `dir`: its exit code and what it printed.
+fn pytest(pytest: &Path, dir: &Path) -> (Option<i32>, String) {
+    let out = Command::new(pytest)
+        .current_dir(dir)
+        .args(["-q", "-p", "no:cacheprovider"])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run pytest");
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The Python guardrail's loop: its decision (logic.py) passes its native tests
+/// under pytest, without the component's bindings, and fails them when the
+/// decision is broken; the component built from that same module passes its
+/// cases in the real sandbox.
 #[test]
-fn the_python_guardrail_refuses_what_it_should() {
-    let Some(componentize_py) = toolchain(
-        "componentize-py",
-        &[root().join("target/polyglot/venv/bin/componentize-py")],
-        "pip install componentize-py==0.25.1",
+fn the_python_guardrails_logic_passes_pytest_natively_and_its_component_its_cases() {
+    let venv = root().join("target/polyglot/venv/bin");
+    let (Some(pytest_bin), Some(componentize_py)) = (
+        toolchain(
+            "pytest",
+            &[venv.join("pytest")],
+            "tests/run installs it into target/polyglot/venv",
+        ),
+        toolchain(
+            "componentize-py",
+            &[venv.join("componentize-py")],
+            "tests/run installs it into target/polyglot/venv",
+        ),
     ) else {
         return;
     };
-    build_and_test("python-guardrail", |dir| {
+    let project = Project::alone();
+    let dir = copy_example(&project, "python-guardrail");
+
+    // Natively: the bindings (wit_world) exist only inside the component, so
+    // the decision module must not need them.
+    let logic = std::fs::read_to_string(dir.join("logic.py")).expect("logic.py");
+    assert!(!logic.contains("wit_world"), "{logic}");
+    let (code, out) = pytest(&pytest_bin, &dir);
+    assert_eq!(code, Some(0), "{out}");
+    let summary = format!("{PYTHON_NATIVE_TESTS} passed in ");
+    assert!(
+        out.lines().any(|l| l.starts_with(&summary)) && !out.contains("failed"),
+        "{out}"
+    );
+
+    // The same tests catch a broken decision: a key pattern that matches nothing.
+    let broken = project.root.path().join("broken");
+    std::fs::create_dir_all(&broken).expect("dir");
+    for file in ["logic.py", "test_logic.py"] {
+        std::fs::copy(dir.join(file), broken.join(file)).expect("copy");
+    }
+    std::fs::write(
+        broken.join("logic.py"),
+        logic.replace("AKIA[0-9A-Z]{16}", "NEVER[0-9A-Z]{16}"),
+    )
+    .expect("broken logic");
+    let (code, out) = pytest(&pytest_bin, &broken);
+    assert_eq!(code, Some(1), "pytest passed a broken decision:\n{out}");
+    assert!(out.contains("failed"), "{out}");
+
+    // The component, built from the same module, in the real sandbox.
+    build_and_test_in(&project, &dir, |dir| {
         Command::new(componentize_py)
             .current_dir(dir)
             .arg("-d")
@@ -392,7 +478,7 @@ fn the_javascript_guardrail_refuses_what_it_should() {
     let Some(componentize_js) = toolchain(
         "componentize-js",
         &[root().join("examples/js-guardrail/node_modules/.bin/componentize-js")],
-        "npm ci --prefix examples/js-guardrail",
+        "tests/run installs it: npm ci --prefix examples/js-guardrail",
     ) else {
         return;
     };
