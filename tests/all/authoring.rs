@@ -259,6 +259,72 @@ fn the_bundled_guardrails_and_the_guides_examples_pass_their_cases() {
     }
 }
 
+/// The sha256 of the component `guardrail` ran from in the project's last
+/// receipt, if it ran.
+fn ran_from(project: &Project, guardrail: &str) -> Option<String> {
+    let receipt = project.last_receipt();
+    receipt["guardrails"]
+        .as_array()?
+        .iter()
+        .find(|g| g["name"] == guardrail)?["sha256"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// What runs when an author rebuilds a pinned guardrail's component, as the
+/// guide's section 4 says: every session, running or new, keeps the copy of
+/// the component that was accepted; `sandrail pin` alone changes nothing that
+/// runs; after `sandrail trust` new sessions run the rebuilt one, and running
+/// sessions from their next event.
+#[test]
+fn a_rebuilt_component_runs_only_once_pinned_and_trusted() {
+    let project = Project::new();
+    let plugins = project.dir().join("plugins");
+    std::fs::create_dir_all(&plugins).expect("dir");
+    let component = plugins.join("probe.wasm");
+    std::fs::copy(PROBE, &component).expect("copy");
+    let old = sandrail::sha256_hex(&std::fs::read(PROBE).expect("probe"));
+    // Another valid component with the same behavior: which one ran is told by
+    // the receipt's hash.
+    let rebuilt = std::fs::read(root().join("tests/fixtures/probe-0.1.0.wasm")).expect("fixture");
+    let new = sandrail::sha256_hex(&rebuilt);
+    project.config(
+        "[[guardrail]]\nname = \"probe\"\nsource = \"plugins/probe.wasm\"\nevents = [\"PreToolUse\"]\non_error = \"deny\"\n[guardrail.config]\naction = \"note\"\nvalue = \"probe judged\"\n",
+    );
+    assert!(project.run(&["pin"]).ok());
+    project.trust();
+    let judged = |session: &str| {
+        let run = project.hook(&bash(session, "ls"));
+        assert_eq!(run.context(), "[probe] probe judged", "{}", run.stderr());
+        (ran_from(&project, "probe").expect("the probe ran"), run)
+    };
+    assert_eq!(judged("running").0, old);
+
+    // Rebuilt: the running session and a new one keep the accepted copy, and
+    // the new one is told what to run.
+    std::fs::write(&component, &rebuilt).expect("rebuild");
+    assert_eq!(judged("running").0, old);
+    let (ran, run) = judged("new-before-pin");
+    assert_eq!(ran, old);
+    assert!(
+        run.stderr().contains("its component's bytes")
+            && run.stderr().contains("run `sandrail trust`"),
+        "{}",
+        run.stderr()
+    );
+
+    // Pinned again, not yet trusted: still the accepted copy.
+    assert!(project.run(&["pin"]).ok());
+    assert_eq!(judged("new-after-pin").0, old);
+    assert_eq!(judged("running").0, old);
+
+    // Trusted: new sessions run the rebuilt component, and so does the running
+    // one from its next event.
+    project.trust();
+    assert_eq!(judged("new-after-trust").0, new);
+    assert_eq!(judged("running").0, new);
+}
+
 /// The examples under examples/ are what `sandrail new` writes there, so the
 /// scaffold and the documented examples cannot drift apart.
 #[test]
