@@ -280,6 +280,27 @@ fn check_case(case: &Case, reserved: &[&str]) -> Result<(), String> {
                 "give `tool` and `input`, an `event`, or a whole `payload`".into(),
             ));
         }
+        // A whole payload is sent as it is: the short form's fields beside it
+        // would be dropped, and the case would judge another event than it says.
+        let short_form = step.short_form_fields();
+        if step.payload.is_some() && !short_form.is_empty() {
+            return Err(at(format!(
+                "both `payload` and {fields} are given, but a whole payload is sent as it is and {fields} would be ignored: use one or the other — the short form (`event`, `tool`, `input`, `response`, `prompt`), or a whole `payload` naming its event in `hook_event_name`",
+                fields = short_form.join(", "),
+            )));
+        }
+        // Without a tool the short form sends no tool input or response.
+        let toolless = [("input", &step.input), ("response", &step.response)]
+            .into_iter()
+            .find_map(|(field, given)| given.as_ref().map(|_| field));
+        if step.tool.is_none()
+            && step.payload.is_none()
+            && let Some(field) = toolless
+        {
+            return Err(at(format!(
+                "`{field}` is given without `tool`, so it would be ignored: name the tool it belongs to"
+            )));
+        }
         // Written into the case's scratch project: never outside it, and never
         // over the config the case runs under or a file it copied.
         if let Some(path) = step.files.keys().find(|p| !stays_below(p)) {
@@ -361,6 +382,22 @@ impl CaseFile {
 }
 
 impl Step {
+    /// The short form's fields given, as the case file names them: a whole
+    /// `payload` leaves them no part to play.
+    fn short_form_fields(&self) -> Vec<String> {
+        [
+            ("event", self.event.is_some()),
+            ("tool", self.tool.is_some()),
+            ("input", self.input.is_some()),
+            ("response", self.response.is_some()),
+            ("prompt", self.prompt.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, given)| *given)
+        .map(|(field, _)| format!("`{field}`"))
+        .collect()
+    }
+
     /// The hook payload this step sends.
     pub fn payload(&self, session: &str, transcript: &Path, cwd: &Path, seq: usize) -> Value {
         let mut payload = match &self.payload {

@@ -178,6 +178,53 @@ fn a_case_file_that_cannot_run_says_what_is_wrong() {
     );
 }
 
+/// An event gives the short form or a whole payload, not both: the payload is
+/// sent as it is, so an `event` (or `tool`, `input`, …) beside it would be
+/// dropped and the case would judge another event than it names. Nor does an
+/// `input` without its `tool` pass unsent. Each is refused before anything
+/// runs, naming the case and what to do.
+#[test]
+fn a_case_giving_both_the_short_form_and_a_payload_is_refused() {
+    let project = Project::new();
+    let dir = project.dir();
+    let entry = "[[guardrail]]\nname = \"g\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\", \"Stop\"]\n";
+    let payload = "payload = { hook_event_name = \"PreToolUse\", tool_name = \"Bash\", tool_input = { command = \"ls\" } }\n";
+    for (event, said) in [
+        (
+            format!("event = \"Stop\"\n{payload}"),
+            "both `payload` and `event` are given",
+        ),
+        (
+            format!("tool = \"Bash\"\ninput = {{ command = \"git push --force\" }}\n{payload}"),
+            "both `payload` and `tool`, `input` are given",
+        ),
+        (
+            "event = \"PostToolUse\"\ninput = { command = \"ls\" }\n".to_owned(),
+            "`input` is given without `tool`",
+        ),
+    ] {
+        let text = format!(
+            "{entry}[[case]]\nname = \"mixed forms\"\n[[case.event]]\ntool = \"Bash\"\ninput = {{ command = \"ls\" }}\nexpect = {{ decision = \"allow\" }}\n[[case.event]]\n{event}expect = {{ decision = \"allow\" }}\n"
+        );
+        std::fs::write(dir.join("cases.toml"), &text).expect("cases");
+        let run = project.run(&["test"]);
+        assert_eq!(run.code(), Some(1), "{text}\n{}", run.stdout());
+        let err = run.stderr();
+        assert!(
+            err.contains("case 1 (mixed forms): event 2: ") && err.contains(said),
+            "{text}\n{err}"
+        );
+        if said.starts_with("both") {
+            assert!(err.contains("use one or the other"), "{err}");
+        }
+        assert!(
+            !run.stdout().contains("ok "),
+            "nothing runs: {}",
+            run.stdout()
+        );
+    }
+}
+
 /// Every bundled guardrail's own cases, and the authoring guide's worked
 /// examples, pass through the real binary.
 #[test]
@@ -212,6 +259,72 @@ fn the_bundled_guardrails_and_the_guides_examples_pass_their_cases() {
     }
 }
 
+/// The sha256 of the component `guardrail` ran from in the project's last
+/// receipt, if it ran.
+fn ran_from(project: &Project, guardrail: &str) -> Option<String> {
+    let receipt = project.last_receipt();
+    receipt["guardrails"]
+        .as_array()?
+        .iter()
+        .find(|g| g["name"] == guardrail)?["sha256"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// What runs when an author rebuilds a pinned guardrail's component, as the
+/// guide's section 4 says: every session, running or new, keeps the copy of
+/// the component that was accepted; `sandrail pin` alone changes nothing that
+/// runs; after `sandrail trust` new sessions run the rebuilt one, and running
+/// sessions from their next event.
+#[test]
+fn a_rebuilt_component_runs_only_once_pinned_and_trusted() {
+    let project = Project::new();
+    let plugins = project.dir().join("plugins");
+    std::fs::create_dir_all(&plugins).expect("dir");
+    let component = plugins.join("probe.wasm");
+    std::fs::copy(PROBE, &component).expect("copy");
+    let old = sandrail::sha256_hex(&std::fs::read(PROBE).expect("probe"));
+    // Another valid component with the same behavior: which one ran is told by
+    // the receipt's hash.
+    let rebuilt = std::fs::read(root().join("tests/fixtures/probe-0.1.0.wasm")).expect("fixture");
+    let new = sandrail::sha256_hex(&rebuilt);
+    project.config(
+        "[[guardrail]]\nname = \"probe\"\nsource = \"plugins/probe.wasm\"\nevents = [\"PreToolUse\"]\non_error = \"deny\"\n[guardrail.config]\naction = \"note\"\nvalue = \"probe judged\"\n",
+    );
+    assert!(project.run(&["pin"]).ok());
+    project.trust();
+    let judged = |session: &str| {
+        let run = project.hook(&bash(session, "ls"));
+        assert_eq!(run.context(), "[probe] probe judged", "{}", run.stderr());
+        (ran_from(&project, "probe").expect("the probe ran"), run)
+    };
+    assert_eq!(judged("running").0, old);
+
+    // Rebuilt: the running session and a new one keep the accepted copy, and
+    // the new one is told what to run.
+    std::fs::write(&component, &rebuilt).expect("rebuild");
+    assert_eq!(judged("running").0, old);
+    let (ran, run) = judged("new-before-pin");
+    assert_eq!(ran, old);
+    assert!(
+        run.stderr().contains("its component's bytes")
+            && run.stderr().contains("run `sandrail trust`"),
+        "{}",
+        run.stderr()
+    );
+
+    // Pinned again, not yet trusted: still the accepted copy.
+    assert!(project.run(&["pin"]).ok());
+    assert_eq!(judged("new-after-pin").0, old);
+    assert_eq!(judged("running").0, old);
+
+    // Trusted: new sessions run the rebuilt component, and so does the running
+    // one from its next event.
+    project.trust();
+    assert_eq!(judged("new-after-trust").0, new);
+    assert_eq!(judged("running").0, new);
+}
+
 /// The examples under examples/ are what `sandrail new` writes there, so the
 /// scaffold and the documented examples cannot drift apart.
 #[test]
@@ -226,7 +339,13 @@ fn the_examples_are_what_new_writes() {
         (
             "python-guardrail",
             "python",
-            &["app.py", "cases.toml", "README.md"][..],
+            &[
+                "logic.py",
+                "test_logic.py",
+                "app.py",
+                "cases.toml",
+                "README.md",
+            ][..],
         ),
         (
             "js-guardrail",
@@ -263,7 +382,8 @@ fn the_examples_are_what_new_writes() {
 }
 
 /// Where a guardrail toolchain is, or `None` (the test skips, unless
-/// `SANDRAIL_REQUIRE_POLYGLOT=1`, which `.ci/run` sets after installing them).
+/// `SANDRAIL_REQUIRE_POLYGLOT=1`, which `.ci/run` sets; `tests/run` installs
+/// them).
 fn toolchain(name: &str, candidates: &[PathBuf], install: &str) -> Option<PathBuf> {
     let found = candidates
         .iter()
@@ -284,10 +404,8 @@ fn toolchain(name: &str, candidates: &[PathBuf], install: &str) -> Option<PathBu
     found
 }
 
-/// Builds an example in a copy of its directory and runs its cases there.
-fn build_and_test(example: &str, build: impl FnOnce(&Path) -> std::process::Output) {
-    // The toolchain and the first compile of a large component load the machine.
-    let project = Project::alone();
+/// A copy of an example's files in `project`, where it is built and tested.
+fn copy_example(project: &Project, example: &str) -> PathBuf {
     let dir = project.root.path().join(example);
     std::fs::create_dir_all(&dir).expect("dir");
     for entry in std::fs::read_dir(root().join("examples").join(example)).expect("example") {
@@ -296,14 +414,31 @@ fn build_and_test(example: &str, build: impl FnOnce(&Path) -> std::process::Outp
             std::fs::copy(&path, dir.join(path.file_name().expect("name"))).expect("copy");
         }
     }
-    let built = build(&dir);
+    dir
+}
+
+/// Builds an example in a copy of its directory and runs its cases there.
+fn build_and_test(example: &str, build: impl FnOnce(&Path) -> std::process::Output) {
+    // The toolchain and the first compile of a large component load the machine.
+    let project = Project::alone();
+    let dir = copy_example(&project, example);
+    build_and_test_in(&project, &dir, build);
+}
+
+/// Builds the example copied to `dir` and runs its cases there.
+fn build_and_test_in(
+    project: &Project,
+    dir: &Path,
+    build: impl FnOnce(&Path) -> std::process::Output,
+) {
+    let built = build(dir);
     assert!(
         built.status.success(),
         "{}\n{}",
         String::from_utf8_lossy(&built.stdout),
         String::from_utf8_lossy(&built.stderr)
     );
-    let run = sandrail_in(&project, &dir, &["test", "--json"]);
+    let run = sandrail_in(project, dir, &["test", "--json"]);
     let report: Value = serde_json::from_str(&run.stdout()).expect("JSON report");
     assert!(run.ok(), "{report:#}\n{}", run.stderr());
     assert_eq!(report["passed"], 2, "{report:#}");
@@ -311,17 +446,81 @@ fn build_and_test(example: &str, build: impl FnOnce(&Path) -> std::process::Outp
     assert_eq!(report["verdicts"]["pass"], 1, "{report:#}");
 }
 
-/// The Python guardrail (componentize-py) refuses what the Rust one does.
+/// How many tests the Python example's test_logic.py holds: a run that
+/// collects fewer (a file not found, a test renamed out of pytest's sight) fails.
+const PYTHON_NATIVE_TESTS: usize = 4;
+
+/// `pytest -q` in `dir`: its exit code and what it printed.
+fn pytest(pytest: &Path, dir: &Path) -> (Option<i32>, String) {
+    let out = Command::new(pytest)
+        .current_dir(dir)
+        .args(["-q", "-p", "no:cacheprovider"])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run pytest");
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The Python guardrail's loop: its decision (logic.py) passes its native tests
+/// under pytest, without the component's bindings, and fails them when the
+/// decision is broken; the component built from that same module passes its
+/// cases in the real sandbox.
 #[test]
-fn the_python_guardrail_refuses_what_it_should() {
-    let Some(componentize_py) = toolchain(
-        "componentize-py",
-        &[root().join("target/polyglot/venv/bin/componentize-py")],
-        "pip install componentize-py==0.25.1",
+fn the_python_guardrails_logic_passes_pytest_natively_and_its_component_its_cases() {
+    let venv = root().join("target/polyglot/venv/bin");
+    let (Some(pytest_bin), Some(componentize_py)) = (
+        toolchain(
+            "pytest",
+            &[venv.join("pytest")],
+            "tests/run installs it into target/polyglot/venv",
+        ),
+        toolchain(
+            "componentize-py",
+            &[venv.join("componentize-py")],
+            "tests/run installs it into target/polyglot/venv",
+        ),
     ) else {
         return;
     };
-    build_and_test("python-guardrail", |dir| {
+    let project = Project::alone();
+    let dir = copy_example(&project, "python-guardrail");
+
+    // Natively: the bindings (wit_world) exist only inside the component, so
+    // the decision module must not need them.
+    let logic = std::fs::read_to_string(dir.join("logic.py")).expect("logic.py");
+    assert!(!logic.contains("wit_world"), "{logic}");
+    let (code, out) = pytest(&pytest_bin, &dir);
+    assert_eq!(code, Some(0), "{out}");
+    let summary = format!("{PYTHON_NATIVE_TESTS} passed in ");
+    assert!(
+        out.lines().any(|l| l.starts_with(&summary)) && !out.contains("failed"),
+        "{out}"
+    );
+
+    // The same tests catch a broken decision: a key pattern that matches nothing.
+    let broken = project.root.path().join("broken");
+    std::fs::create_dir_all(&broken).expect("dir");
+    for file in ["logic.py", "test_logic.py"] {
+        std::fs::copy(dir.join(file), broken.join(file)).expect("copy");
+    }
+    std::fs::write(
+        broken.join("logic.py"),
+        logic.replace("AKIA[0-9A-Z]{16}", "NEVER[0-9A-Z]{16}"),
+    )
+    .expect("broken logic");
+    let (code, out) = pytest(&pytest_bin, &broken);
+    assert_eq!(code, Some(1), "pytest passed a broken decision:\n{out}");
+    assert!(out.contains("failed"), "{out}");
+
+    // The component, built from the same module, in the real sandbox.
+    build_and_test_in(&project, &dir, |dir| {
         Command::new(componentize_py)
             .current_dir(dir)
             .arg("-d")
@@ -345,7 +544,7 @@ fn the_javascript_guardrail_refuses_what_it_should() {
     let Some(componentize_js) = toolchain(
         "componentize-js",
         &[root().join("examples/js-guardrail/node_modules/.bin/componentize-js")],
-        "npm ci --prefix examples/js-guardrail",
+        "tests/run installs it: npm ci --prefix examples/js-guardrail",
     ) else {
         return;
     };

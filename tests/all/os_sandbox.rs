@@ -117,9 +117,11 @@ fn sandbox_runtime(project: &Project) -> Option<PathBuf> {
     let Some(srt) = found else {
         assert!(
             !required,
-            "srt is not installed: `npm install -g @anthropic-ai/sandbox-runtime` (with bubblewrap, ripgrep and socat) is what .ci/run does"
+            "srt is not installed: tests/run installs it (tests/setup-sandbox.sh: @anthropic-ai/sandbox-runtime from npm, with bubblewrap, ripgrep and socat)"
         );
-        eprintln!("skipped: srt (@anthropic-ai/sandbox-runtime) is not installed");
+        eprintln!(
+            "skipped: srt (@anthropic-ai/sandbox-runtime) is not installed; tests/run installs it"
+        );
         return None;
     };
     let settings = project.root.path().join("srt-probe.json");

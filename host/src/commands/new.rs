@@ -158,9 +158,11 @@ fn next_steps(lang: Lang, wit: &str) -> Vec<String> {
                 .into(),
         ],
         Lang::Python => vec![
-            "pip install componentize-py==0.25.1".into(),
+            "pip install componentize-py==0.25.1 pytest".into(),
+            "pytest                                         # logic.py, natively".into(),
             format!("componentize-py -d {wit} -w guardrail componentize app -o guardrail.wasm"),
-            "sandrail test".into(),
+            "sandrail test                                  # cases.toml in the real sandbox"
+                .into(),
         ],
         Lang::Js => vec![
             "npm install".into(),
@@ -229,6 +231,11 @@ fn contract_version() -> &'static str {
 }
 
 const PYTHON_GATE: &[TemplateFile] = &[
+    ("logic.py", include_str!("../../templates/python/logic.py")),
+    (
+        "test_logic.py",
+        include_str!("../../templates/python/test_logic.py"),
+    ),
     ("app.py", include_str!("../../templates/python/app.py")),
     (
         "cases.toml",
@@ -238,7 +245,10 @@ const PYTHON_GATE: &[TemplateFile] = &[
         "README.md",
         include_str!("../../templates/python/README.md"),
     ),
-    (".gitignore", "/guardrail.wasm\n__pycache__/\n"),
+    (
+        ".gitignore",
+        "/guardrail.wasm\n__pycache__/\n.pytest_cache/\n",
+    ),
 ];
 
 const JS_GATE: &[TemplateFile] = &[
