@@ -639,8 +639,15 @@ impl Chain {
     }
 
     /// An enforced refusal ends the chain, on an event that can be refused.
+    /// A refusal cuts the chain; a question to the user does not: a guardrail
+    /// after it may refuse outright, and then the user is not asked at all (one
+    /// approval must not let through what another rule refuses).
     fn cut_if_refused(&mut self, scope: &Scope, run: &GuardrailRun) {
-        if run.refuses && run.gate == Gate::Enforce && protocol::can_refuse(scope.input.kind) {
+        if run.refuses
+            && run.gate == Gate::Enforce
+            && protocol::can_refuse(scope.input.kind)
+            && !self.decision.ask
+        {
             self.cut = true;
         }
     }
@@ -1562,6 +1569,8 @@ fn record_verdict(decision: &mut Decision, guardrail: &str, judged: Judged) -> b
         }
         Judged::Refuse { author, text } => {
             let author = format!("[{guardrail}{author}]");
+            // A refusal outright is not put to the user, whatever asked before.
+            decision.ask = false;
             decision
                 .refusals
                 .push(guest_text::attributed(&author, &text));
@@ -1578,7 +1587,8 @@ fn record_verdict(decision: &mut Decision, guardrail: &str, judged: Judged) -> b
             };
             let text = guest_text::attributed(&format!("[{guardrail}{author}]"), &text);
             if level.blocks() {
-                decision.ask = ask && decision.refusals.is_empty();
+                // Asked only while every refusal so far is a question too.
+                decision.ask = ask && (decision.refusals.is_empty() || decision.ask);
                 decision.refusals.push(text);
                 true
             } else {

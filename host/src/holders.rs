@@ -69,14 +69,36 @@ impl std::fmt::Display for Holder {
 
 /// The holder of the lock on the file at `path`, when the kernel says.
 pub fn of(path: &Path) -> Option<Holder> {
+    match state_of(path) {
+        LockState::Held(holder) => Some(holder),
+        _ => None,
+    }
+}
+
+/// What the kernel says of the lock on a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockState {
+    /// Nobody holds it.
+    Free,
+    /// This process holds it.
+    Held(Holder),
+    /// Something holds it that the kernel does not name (a process in another
+    /// pid namespace, a description open in no named process).
+    HeldUnnamed,
+    /// The system keeps no record to read (not Linux).
+    Unknowable,
+}
+
+/// The lock on the file at `path`, as the kernel records it.
+pub fn state_of(path: &Path) -> LockState {
     #[cfg(target_os = "linux")]
     {
-        linux::of(path)
+        linux::state_of(path)
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = path;
-        None
+        LockState::Unknowable
     }
 }
 
@@ -85,34 +107,43 @@ mod linux {
     use std::os::unix::fs::MetadataExt;
     use std::path::Path;
 
-    use super::{Holder, Program};
+    use super::{Holder, LockState, Program};
 
     /// The longest command line shown.
     const COMMAND_CHARS: usize = 160;
 
-    pub fn of(path: &Path) -> Option<Holder> {
-        let meta = std::fs::metadata(path).ok()?;
-        let locks = std::fs::read_to_string("/proc/locks").ok()?;
-        let pid = holder_pid(&locks, meta.dev(), meta.ino())?;
-        Some(describe(pid))
+    pub fn state_of(path: &Path) -> LockState {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return LockState::Free;
+        };
+        let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
+            return LockState::Unknowable;
+        };
+        match holder_pid(&locks, meta.dev(), meta.ino()) {
+            None => LockState::Free,
+            Some(None) => LockState::HeldUnnamed,
+            Some(Some(pid)) => LockState::Held(describe(pid)),
+        }
     }
 
-    /// The pid holding a lock on the file (`dev`, `ino`), from `/proc/locks`: lines
+    /// Who holds a lock on the file (`dev`, `ino`), from `/proc/locks`: lines
     /// like `1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF`; waiters (`->`)
-    /// hold nothing.
-    pub(super) fn holder_pid(locks: &str, dev: u64, ino: u64) -> Option<u32> {
+    /// hold nothing. `Some(None)`: held, by a pid the kernel does not give (0
+    /// or -1).
+    pub(super) fn holder_pid(locks: &str, dev: u64, ino: u64) -> Option<Option<u32>> {
         let (major, minor) = (device_major(dev), device_minor(dev));
         locks
             .lines()
             .filter(|l| !l.contains("->"))
             .find_map(|line| {
                 let fields: Vec<&str> = line.split_whitespace().collect();
-                let pid: u32 = fields.get(4)?.parse().ok()?;
+                let pid = fields.get(4)?;
                 let mut place = fields.get(5)?.split(':');
                 let maj = u64::from_str_radix(place.next()?, 16).ok()?;
                 let min = u64::from_str_radix(place.next()?, 16).ok()?;
                 let inode: u64 = place.next()?.parse().ok()?;
-                (maj == major && min == minor && inode == ino && pid != 0).then_some(pid)
+                (maj == major && min == minor && inode == ino)
+                    .then(|| pid.parse::<u32>().ok().filter(|&pid| pid != 0))
             })
     }
 
@@ -140,7 +171,9 @@ mod linux {
                 after.split_whitespace().next().map(str::to_owned)
             })
             .unwrap_or_default();
-        // An exiting process has let go of its executable before its files.
+        // An exiting process has let go of its executable before its files; one
+        // whose entry is gone has exited (its lock may live on in a child that
+        // kept the file open).
         let exiting = matches!(state.as_str(), "Z" | "X" | "x" | "");
         let program = match identity(&format!("{proc}/exe")) {
             _ if exiting => Program::Exiting,
@@ -167,9 +200,14 @@ mod tests {
                      1: -> FLOCK  ADVISORY  WRITE 5151 fd:01:1234567 0 EOF\n\
                      2: POSIX  ADVISORY  WRITE 77 08:02:99 0 EOF\n";
         let dev = (0xfd << 8) | 0x01;
-        assert_eq!(linux::holder_pid(locks, dev, 1234567), Some(4242));
-        assert_eq!(linux::holder_pid(locks, (0x08 << 8) | 0x02, 99), Some(77));
+        assert_eq!(linux::holder_pid(locks, dev, 1234567), Some(Some(4242)));
+        assert_eq!(
+            linux::holder_pid(locks, (0x08 << 8) | 0x02, 99),
+            Some(Some(77))
+        );
         assert_eq!(linux::holder_pid(locks, dev, 1), None);
+        let unnamed = "1: FLOCK  ADVISORY  WRITE 0 fd:01:7 0 EOF\n";
+        assert_eq!(linux::holder_pid(unnamed, dev, 7), Some(None));
     }
 
     #[test]

@@ -204,7 +204,7 @@ fn config_change(
             ..Outcome::default()
         };
     }
-    if let Some(reason) = protect::config_change_refusal(input, state) {
+    if let Some(reason) = protect::config_change_refusal(input, state, dirs.project.as_deref()) {
         decision.trace.host_refused = true;
         decision.refusals.push(crate::guest_text::attributed(
             evaluate::HOST_AUTHOR,

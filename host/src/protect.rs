@@ -377,7 +377,11 @@ fn resolve(path: &Path) -> Option<PathBuf> {
 /// the payload's `previous_config` adds: a payload can raise that, never lower
 /// it, so a forged ConfigChange cannot make a later real one that drops sandrail
 /// look harmless. Only a person lowers it, with `sandrail trust`.
-pub fn config_change_refusal(input: &HookInput, state: Option<&Path>) -> Option<String> {
+pub fn config_change_refusal(
+    input: &HookInput,
+    state: Option<&Path>,
+    project: Option<&Path>,
+) -> Option<String> {
     let file = input
         .fields
         .get("file_path")
@@ -413,16 +417,25 @@ pub fn config_change_refusal(input: &HookInput, state: Option<&Path>) -> Option<
     let now = registrations(&new);
     // A registration the project's other settings file holds still runs: moved
     // from the committed file to settings.local.json (as `sandrail init` does), it
-    // is not dropped.
-    let beside: BTreeSet<String> = file
-        .as_deref()
-        .map(sibling_settings)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|sibling| read_settings(sibling))
-        .flat_map(|settings| registrations(&settings))
-        .filter(|r| !r.starts_with("env|"))
-        .collect();
+    // is not dropped — if that file holds it as sandrail last accepted it (a
+    // copy planted there by a change that was itself refused does not count) and
+    // does not switch the hooks off.
+    let beside: BTreeSet<String> = match (state, project, file.as_deref()) {
+        (Some(state), Some(project), Some(file)) => project_sibling(project, file)
+            .and_then(|sibling| {
+                let settings = read_settings(&sibling)?;
+                let off = settings.get("disableAllHooks").and_then(Value::as_bool) == Some(true);
+                let accepted = remembered(state, &sibling)?;
+                (!off).then(|| {
+                    registrations(&settings)
+                        .into_iter()
+                        .filter(|r| !r.starts_with("env|") && accepted.contains(r))
+                        .collect()
+                })
+            })
+            .unwrap_or_default(),
+        _ => BTreeSet::new(),
+    };
     let mut dropped: Vec<&str> = previous
         .iter()
         .filter(|r| !now.contains(*r) && !beside.contains(*r))
@@ -527,17 +540,22 @@ fn claude_settings(project: Option<&Path>) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The project's other Claude Code settings files beside `file` (one of
-/// `.claude/settings.json` and `.claude/settings.local.json`).
-fn sibling_settings(file: &Path) -> Vec<PathBuf> {
-    let Some(project) = file.parent().and_then(Path::parent) else {
-        return Vec::new();
-    };
-    CLAUDE_SETTINGS
-        .iter()
-        .map(|f| project.join(f))
-        .filter(|sibling| CLAUDE_SETTINGS.iter().any(|f| file.ends_with(f)) && sibling != file)
-        .collect()
+/// The project's other Claude Code settings file, when `file` is one of the
+/// project's two (`.claude/settings.json`, `.claude/settings.local.json`); the
+/// user's own settings have no such sibling that Claude Code reads.
+fn project_sibling(project: &Path, file: &Path) -> Option<PathBuf> {
+    let settings = crate::harness::Harness::Claude.settings();
+    let (shared, local) = (
+        project.join(settings.file),
+        project.join(settings.registration),
+    );
+    if file == shared {
+        Some(local)
+    } else if file == local {
+        Some(shared)
+    } else {
+        None
+    }
 }
 
 fn read_settings(path: &Path) -> Option<Value> {

@@ -894,4 +894,20 @@ fn init_keeps_the_committed_settings_free_of_this_machines_path_and_in_its_order
     shared["hooks"]["Stop"] = json!([{"hooks": [{"type": "command", "command": "sandrail hook"}]}]);
     std::fs::write(&settings, shared.to_string()).unwrap();
     assert!(project.doctor_finds("command", "error", "first `sandrail` on PATH"));
+    // A relative path, or a link in the project, is this binary only until the
+    // agent puts another program there.
+    std::fs::create_dir_all(project.dir().join("bin")).unwrap();
+    std::os::unix::fs::symlink(binary(), project.dir().join("bin/sandrail")).unwrap();
+    let inside = format!("{}/bin/sandrail hook", project.dir().display());
+    for (registered, said) in [
+        ("bin/sandrail hook", "a relative path"),
+        (inside.as_str(), "a path inside the project"),
+    ] {
+        shared["hooks"]["Stop"] = json!([{"hooks": [{"type": "command", "command": registered}]}]);
+        std::fs::write(&settings, shared.to_string()).unwrap();
+        assert!(
+            project.doctor_finds("command", "error", said),
+            "{registered}"
+        );
+    }
 }

@@ -274,3 +274,38 @@ fn a_lock_taken_before_becoming_sandrail_is_tampering() {
         run.stderr()
     );
 }
+
+/// A lock taken by a process that then exits, leaving it to a child that kept
+/// the file open, is not a sandrail process on its way out: the holder the
+/// kernel names is gone and the lock lives on. Tampering, told to the person.
+#[test]
+fn a_lock_left_to_the_child_of_an_exited_holder_is_tampering() {
+    let project = Project::new();
+    project.config(&format!(
+        "[settings]\nlock_timeout_ms = 300\n[[guardrail]]\nname = \"counter\"\nsource = \"{PROBE}\"\nevents = [\"PreToolUse\"]\n[guardrail.config]\naction = \"count\"\n"
+    ));
+    project.hook(&bash("sess-orphan", "ls"));
+    let lock = project.session_db("sess-orphan").with_extension("lock");
+    // Read-only, so a state directory the sandbox denies writes to is no bar.
+    let script = "import os, sys, fcntl, time\nf = os.open(sys.argv[1], os.O_RDONLY)\nfcntl.flock(f, fcntl.LOCK_EX)\nif os.fork() == 0:\n    os.setsid(); time.sleep(20); os._exit(0)\nos._exit(0)\n";
+    let status = Command::new("python3")
+        .args(["-c", script])
+        .arg(&lock)
+        .status()
+        .expect("python3");
+    assert!(status.success());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let run = project.hook(&bash("sess-orphan", "ls"));
+    let told = run.answer()["systemMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    // Let the child go.
+    let _ = Command::new("pkill").args(["-f", "fcntl.flock"]).status();
+    assert!(
+        told.contains("this session's lock is held by"),
+        "{told}\n{}",
+        run.stderr()
+    );
+    assert!(!run.stderr().contains("contention"), "{}", run.stderr());
+}

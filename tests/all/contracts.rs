@@ -234,8 +234,8 @@ message = "{rule}: at most {mandate.max_files_written}, approved: {platform.appr
     for line in [
         "error  contracts: `tool.comand` is no fact: `tool` has no field `comand` (did you mean `command`?); a rule reading it can never hold",
         "error  contracts: `session.file_written` is no fact: `session` has no field `file_written` (did you mean `files_written`?); a rule reading it can never hold",
-        // The mandate may set a field later: a warning, with the likely spelling.
-        "warn   contracts: `mandate.max_file_written` is no fact: `mandate` has no field `max_file_written` (did you mean `max_files_written`?); a rule reading it fails closed until the mandate sets it",
+        // A near miss of a field the mandate sets is a misspelling.
+        "error  contracts: `mandate.max_file_written` is no fact: `mandate` has no field `max_file_written` (did you mean `max_files_written`?); a rule reading it can never hold",
     ] {
         assert!(
             out.lines().any(|l| l == line),
@@ -244,7 +244,7 @@ message = "{rule}: at most {mandate.max_files_written}, approved: {platform.appr
     }
     assert_eq!(
         out.lines().filter(|l| l.starts_with("error")).count(),
-        2,
+        3,
         "{out}"
     );
     // What the check said, the hook would have done to every Bash call.
@@ -303,7 +303,7 @@ require = "mandate.ticket_id != ''""#]);
             .stdout()
             .lines()
             .any(|l| l.starts_with("warn   contracts: `mandate.ticket_id`")
-                && l.ends_with("fails closed until the mandate sets it")),
+                && l.ends_with("a `when` over it never applies)")),
         "{}",
         check.stdout()
     );

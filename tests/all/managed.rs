@@ -71,9 +71,9 @@ impl Machine {
         // The binary where every user can run it (the build's own directory may
         // be private to root).
         std::fs::create_dir(machine.path("bin")).expect("bin");
-        std::fs::copy(BIN, machine.bin()).expect("copy the binary");
+        copy_program(BIN, &machine.bin());
         mode(&machine.bin(), 0o755);
-        std::fs::copy(HOOK_BIN, machine.path("bin/sandrail-hook")).expect("copy the hook");
+        copy_program(HOOK_BIN, &machine.path("bin/sandrail-hook"));
         mode(&machine.path("bin/sandrail-hook"), 0o755);
         // /etc/sandrail: root's, readable by all.
         std::fs::create_dir(machine.path("etc")).expect("etc");

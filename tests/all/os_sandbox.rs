@@ -403,7 +403,7 @@ fn lay_out(project: &Project, bin: &Path) -> Tree {
     project.hook(&bash("s1", "ls"));
     std::fs::create_dir_all(bin).expect("bin");
     let binary = bin.join("sandrail");
-    std::fs::copy(BIN, &binary).expect("copy the binary");
+    copy_program(BIN, &binary);
     Tree {
         project: dir,
         state: project.state_dir(),

@@ -405,6 +405,78 @@ fn config_change_cannot_switch_sandrails_hooks_off() {
     assert_eq!(blocked(&config_change(&project, json!({}))), None);
 }
 
+/// The registration moved between the project's two settings files still runs,
+/// so dropping it from one is not dropping it — but only a copy in the other
+/// file as sandrail last accepted it counts: not one planted by a change that
+/// was itself refused, not one in a file that switches hooks off, not a copy in
+/// the user's own `settings.local.json`, which Claude Code does not read.
+#[test]
+fn config_change_counts_only_an_accepted_registration_in_the_sibling_file() {
+    let project = Project::new();
+    let shared = project.dir().join(".claude/settings.json");
+    let local = project.dir().join(".claude/settings.local.json");
+    put(&shared, &settings_with_sandrail().to_string());
+    put(&local, &settings_with_sandrail().to_string());
+    project.hook(&payload(
+        "SessionStart",
+        "sess-cc",
+        json!({"cwd": project.dir(), "source": "startup"}),
+    ));
+    // Moved: gone from the committed file, held by the local one as accepted.
+    put(&shared, "{}");
+    let run = config_change(&project, json!({}));
+    assert_eq!(blocked(&run), None, "{}", run.stdout());
+
+    // A copy planted in the committed file by a refused change does not count.
+    let fresh = Project::new();
+    let shared = fresh.dir().join(".claude/settings.json");
+    let local = fresh.dir().join(".claude/settings.local.json");
+    put(&local, &settings_with_sandrail().to_string());
+    fresh.hook(&payload(
+        "SessionStart",
+        "sess-cc",
+        json!({"cwd": fresh.dir(), "source": "startup"}),
+    ));
+    let mut off = settings_with_sandrail();
+    off["disableAllHooks"] = json!(true);
+    put(&shared, &off.to_string());
+    assert!(blocked(&config_change(&fresh, json!({}))).is_some());
+    put(&local, "{}");
+    let run = config_change(&fresh, json!({"file_path": local}));
+    assert!(
+        blocked(&run).is_some_and(|r| r.contains("Stop|*")),
+        "{}",
+        run.stdout()
+    );
+    // Nor does one the committed file holds without sandrail having accepted it.
+    put(&shared, &settings_with_sandrail().to_string());
+    let run = config_change(&fresh, json!({"file_path": local}));
+    assert!(blocked(&run).is_some(), "{}", run.stdout());
+
+    // The user's settings have no sibling Claude Code reads.
+    let user = Project::new();
+    let home = user.root.path().join(".claude");
+    put(
+        &home.join("settings.json"),
+        &settings_with_sandrail().to_string(),
+    );
+    user.hook(&payload(
+        "SessionStart",
+        "sess-cc",
+        json!({"cwd": user.dir(), "source": "startup"}),
+    ));
+    put(
+        &home.join("settings.local.json"),
+        &settings_with_sandrail().to_string(),
+    );
+    put(&home.join("settings.json"), "{}");
+    let run = config_change(
+        &user,
+        json!({"source": "user_settings", "file_path": home.join("settings.json")}),
+    );
+    assert!(blocked(&run).is_some(), "{}", run.stdout());
+}
+
 /// Registered as an http hook (`sandrail serve`), sandrail's registration is its
 /// event, matcher and URL: dropping it, narrowing it or pointing it at another
 /// server is refused like dropping the command hook.

@@ -589,3 +589,39 @@ fn a_receipt_says_why_and_where_and_can_be_filtered() {
     let elsewhere = project.run(&["receipts", "--project", "/"]).stdout();
     assert!(elsewhere.contains("matches project /"), "{elsewhere}");
 }
+
+/// A system log that takes the connection but drops what it is sent (its queue
+/// full) is no better than none: the failed receipt is shown by `doctor` until
+/// one gets through, though the log can be connected to.
+#[test]
+fn a_system_log_that_drops_receipts_is_shown_by_doctor() {
+    let project = Project::new();
+    let path = project.root.path().join("full.sock");
+    let full = std::os::unix::net::UnixDatagram::bind(&path).expect("bind");
+    let sender = std::os::unix::net::UnixDatagram::unbound().expect("socket");
+    sender.set_nonblocking(true).expect("nonblocking");
+    let filler = vec![b'x'; 4096];
+    while sender.send_to(&filler, &path).is_ok() {}
+    let hook = |session: &str| {
+        let mut cmd = project.cmd();
+        cmd.env("SANDRAIL_SYSLOG_SOCKET", &path);
+        project.hook_with(cmd, &bash(session, "ls"))
+    };
+    hook("sess-full").assert_silent();
+    let mut doctor = project.cmd();
+    doctor
+        .env("SANDRAIL_SYSLOG_SOCKET", &path)
+        .args(["doctor", "--json"]);
+    let report = Run(doctor.output().expect("doctor")).answer();
+    assert!(
+        report["findings"]
+            .as_array()
+            .is_some_and(|fs| fs.iter().any(|f| f["check"] == "log"
+                && f["level"] == "warning"
+                && f["said"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("did not reach")))),
+        "{report:#}"
+    );
+    drop(full);
+}

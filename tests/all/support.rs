@@ -599,6 +599,14 @@ impl Run {
     }
 }
 
+/// Copies a program to run it from `to`, by another process: a copy this
+/// process held open for writing could be inherited by a test forking
+/// meanwhile, and running it would then fail as busy (ETXTBSY).
+pub fn copy_program(from: &str, to: &Path) {
+    let copied = Command::new("cp").arg(from).arg(to).status().expect("cp");
+    assert!(copied.success(), "cp {from} {}", to.display());
+}
+
 /// A Claude Code payload for `event` with the common fields filled in.
 pub fn payload(event: &str, session: &str, extra: Value) -> Vec<u8> {
     let mut base = json!({

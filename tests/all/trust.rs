@@ -258,7 +258,7 @@ fn a_renamed_binary_cannot_switch_a_guardrail_off_or_set_state() {
     )]));
     assert_eq!(project.hook(&bash("s1", "ls")).context(), "[counter] n=1");
     let renamed = project.root.path().join("sr");
-    std::fs::copy(BIN, &renamed).expect("copy the binary");
+    copy_program(BIN, &renamed);
     let run = |args: &[&str]| {
         let output = std::process::Command::new(&renamed)
             .args(args)

@@ -82,14 +82,14 @@ pub fn check(config: &sandrail::config::Config) -> anyhow::Result<Vec<Line>> {
                     unknown_facts(needs.as_ref(), config.mandate.as_ref())
                         .into_iter()
                         .partition(|fact| fact.is_mandate_field());
-                // A mandate field the mandate does not set is a valid rule that
-                // fails closed until it does; a fact that does not exist is a
-                // mistake.
+                // A mandate field the mandate does not set yet is a valid rule
+                // (seed: it fails closed until the mandate sets the field); a
+                // fact that does not exist, or a near miss of one, is a mistake.
                 for fact in unset {
                     say(
                         "warn",
                         format!(
-                            "{}: {fact}; a rule reading it fails closed until the mandate sets it",
+                            "{}: {fact}; until the mandate sets it, a rule reading it finds it absent (a `require` over it refuses, a `when` over it never applies)",
                             g.name
                         ),
                     );

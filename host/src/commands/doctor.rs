@@ -328,7 +328,7 @@ fn settings(project: &Path, config: Option<&Config>, findings: &mut Findings) {
         }
         let commands: BTreeSet<&String> = registered.values().flatten().collect();
         for command in commands {
-            check_command(command, this.as_deref(), harness, findings);
+            check_command(command, this.as_deref(), project, harness, findings);
         }
         committed_registration(project, harness, findings);
     }
@@ -384,7 +384,13 @@ fn committed_registration(project: &Path, harness: Harness, findings: &mut Findi
 
 /// A registered command must start this binary: a missing one is skipped by
 /// the harness without a word, and another one judges by its own rules.
-fn check_command(command: &str, this: Option<&Path>, harness: Harness, findings: &mut Findings) {
+fn check_command(
+    command: &str,
+    this: Option<&Path>,
+    project: &Path,
+    harness: Harness,
+    findings: &mut Findings,
+) {
     if command.starts_with("http://") || command.starts_with("https://") {
         let host = command
             .split_once("://")
@@ -442,6 +448,31 @@ fn check_command(command: &str, this: Option<&Path>, harness: Harness, findings:
         );
         return;
     }
+    // A path the agent can change: relative (to wherever the harness runs it),
+    // or through the project, where the agent writes — a link or a copy there
+    // that is this binary today can be another program tomorrow.
+    let written = expand_home(program);
+    let replaceable = if written.is_relative() {
+        Some("a relative path, looked up from the directory the harness runs it in")
+    } else if written
+        .parent()
+        .is_some_and(|dir| locations::canonical(dir).starts_with(project))
+    {
+        Some("a path inside the project, where the agent can put another program")
+    } else {
+        None
+    };
+    if let Some(why) = replaceable {
+        findings.error(
+            "command",
+            format!("`{command}` names sandrail by {why}"),
+            format!(
+                "register this binary by its absolute path outside the project: `sandrail init --harness {}` does, after the entry is removed",
+                harness.name()
+            ),
+        );
+        return;
+    }
     let Some(resolved) = resolve(program) else {
         findings.error(
             "command",
@@ -467,16 +498,7 @@ fn check_command(command: &str, this: Option<&Path>, harness: Harness, findings:
 /// Where a command's program is: a path as written (`~` and `$HOME` expanded),
 /// else the first match on PATH.
 fn resolve(program: &str) -> Option<PathBuf> {
-    let home = locations::home();
-    let expanded = match (
-        program
-            .strip_prefix("~/")
-            .or(program.strip_prefix("$HOME/")),
-        &home,
-    ) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => PathBuf::from(program),
-    };
+    let expanded = expand_home(program);
     let is_program = |path: &Path| {
         use std::os::unix::fs::PermissionsExt;
         path.metadata()
@@ -492,6 +514,17 @@ fn resolve(program: &str) -> Option<PathBuf> {
         })
     };
     found.and_then(|p| p.canonicalize().ok())
+}
+
+/// A program's path with `~/` or `$HOME/` replaced by the home directory.
+fn expand_home(program: &str) -> PathBuf {
+    let rest = program
+        .strip_prefix("~/")
+        .or(program.strip_prefix("$HOME/"));
+    match (rest, locations::home()) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(program),
+    }
 }
 
 /// The state and cache directories exist (or can be made) and take a file.
@@ -540,11 +573,22 @@ fn system_log(project: Option<&Path>, findings: &mut Findings) {
     let socket = project
         .and_then(locations::binding::bound)
         .map_or_else(locations::log_from_env, |b| b.log);
+    let last_failure =
+        locations::state_dir().and_then(|state| sandrail::receipts::anchor::last_failure(&state));
     match sandrail::receipts::anchor::reachable(&socket) {
-        Ok(()) => findings.ok(
-            "log",
-            format!("receipts also go to the system log at {}", socket.display()),
-        ),
+        Ok(()) => match last_failure {
+            Some((failed, why)) => findings.warn(
+                "log",
+                format!(
+                    "the last receipt did not reach the system log at {failed} ({why}), and none has since: receipts are in their files only"
+                ),
+                "see that the log reads what it is sent (a full queue drops receipts); the next receipt that reaches it clears this".into(),
+            ),
+            None => findings.ok(
+                "log",
+                format!("receipts also go to the system log at {}", socket.display()),
+            ),
+        },
         Err(e) => findings.warn(
             "log",
             format!(

@@ -92,13 +92,15 @@ pub enum UnknownFact {
 }
 
 impl UnknownFact {
-    /// A field under `mandate` the mandate does not set (or no mandate at all):
-    /// the mandate may set it later, and until then a rule reading it fails
-    /// closed.
+    /// A field under `mandate` the mandate does not set (or no mandate at all),
+    /// and not a near miss of one it does (that is a misspelling): the mandate
+    /// may set it later, and until then a rule reading it finds it absent.
     pub fn is_mandate_field(&self) -> bool {
         match self {
             UnknownFact::NoMandate { .. } => true,
-            UnknownFact::Field { namespace, .. } => namespace == "mandate",
+            UnknownFact::Field {
+                namespace, closest, ..
+            } => namespace == "mandate" && closest.is_none(),
             UnknownFact::Namespace { .. } => false,
         }
     }

@@ -46,16 +46,30 @@ impl Log<'_> {
             }
             Err(e) => {
                 let socket = self.socket.display().to_string();
-                let said = std::fs::read_to_string(&mark).is_ok_and(|s| s == socket);
+                let said = std::fs::read_to_string(&mark)
+                    .is_ok_and(|s| s.lines().next() == Some(socket.as_str()));
                 if !said {
                     eprintln!(
                         "sandrail: the system log cannot be reached ({socket}: {e}); receipts are kept in their files only, without the log's copy to check them against (said once; `sandrail doctor` shows it)"
                     );
-                    let _ = crate::files::write_atomically(&mark, socket.as_bytes());
+                    let _ = crate::files::write_atomically(
+                        &mark,
+                        format!("{socket}\n{e}\n").as_bytes(),
+                    );
                 }
             }
         }
     }
+}
+
+/// The last receipt of `state_dir`'s that did not reach the system log, while
+/// none has since: the socket and why. A log that takes a connection can still
+/// drop what it is sent (its queue full), so `doctor` reads this too.
+pub fn last_failure(state_dir: &Path) -> Option<(String, String)> {
+    let text = std::fs::read_to_string(state_dir.join(UNREACHABLE_MARK)).ok()?;
+    let mut lines = text.lines();
+    let socket = lines.next()?.to_owned();
+    Some((socket, lines.next().unwrap_or("unknown").to_owned()))
 }
 
 /// Whether the system log at `socket` takes datagrams, without sending one.

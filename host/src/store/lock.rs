@@ -143,36 +143,45 @@ fn recorded_holder(path: &Path) -> Option<u32> {
 }
 
 /// Past the timeout: a sandrail process still at work — one that took the lock
-/// as sandrail does, naming itself in the file — is contention, and so is a
-/// holder on its way out or no holder at all (the lock was let go as the wait
-/// ended, or the system does not say who holds it: nothing shows tampering);
-/// anything else holding the lock — another program, a stopped or hidden
-/// process, a process that took the lock and then became sandrail — is
-/// tampering.
+/// as sandrail does, naming itself in the file — is contention, and so is a lock
+/// that turns out free (let go as the wait ended, or by a holder on its way out,
+/// within a short grace), or one the system keeps no record of (nothing shows
+/// tampering there). Anything else holding the lock — another program, a
+/// stopped or hidden process, a holder that exited leaving the lock to a
+/// child, one the kernel does not name, a process that took the lock and then
+/// became sandrail — is tampering.
 fn timed_out(path: &Path, timeout: Duration) -> StoreError {
-    // A holder that has only just taken the lock may not have named itself yet;
-    // on a loaded machine that can take a while.
-    let named = |pid: u32| {
-        let started = Instant::now();
-        loop {
-            if recorded_holder(path) == Some(pid) {
-                return true;
+    use crate::holders::LockState;
+    let started = Instant::now();
+    loop {
+        let in_grace = started.elapsed() < NAMING_GRACE;
+        match crate::holders::state_of(path) {
+            LockState::Free | LockState::Unknowable => return StoreError::LockTimeout(timeout),
+            LockState::Held(holder) if holder.lets_go() => {
+                // A holder that has only just taken the lock may not have named
+                // itself yet; on a loaded machine that can take a while.
+                if recorded_holder(path) == Some(holder.pid) {
+                    return StoreError::LockTimeout(timeout);
+                }
+                if !in_grace {
+                    return StoreError::LockHeld(holder.to_string());
+                }
             }
-            if started.elapsed() >= NAMING_GRACE {
-                return false;
+            // On its way out: its lock goes with it, or it was never its own.
+            LockState::Held(holder) if holder.is_exiting() && in_grace => {}
+            LockState::Held(holder) => return StoreError::LockHeld(holder.to_string()),
+            LockState::HeldUnnamed => {
+                return StoreError::LockHeld(format!(
+                    "a process the system does not name, for longer than the lock timeout ({timeout:?})"
+                ));
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
-    };
-    match crate::holders::of(path) {
-        None => StoreError::LockTimeout(timeout),
-        Some(holder) if holder.is_exiting() => StoreError::LockTimeout(timeout),
-        Some(holder) if holder.lets_go() && named(holder.pid) => StoreError::LockTimeout(timeout),
-        Some(holder) => StoreError::LockHeld(holder.to_string()),
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
-/// How long a sandrail holder is given to name itself in the lock file.
+/// How long a sandrail holder is given to name itself in the lock file, and an
+/// exiting one to let go.
 const NAMING_GRACE: Duration = Duration::from_millis(250);
 
 fn open(path: &Path) -> Result<File, StoreError> {
