@@ -539,6 +539,24 @@ const NEXT_SESSION_SPELLINGS: &[&str] = &[
     "python3 -c \"import os; [open(os.path.expanduser(p), 'w').write('{\\\"disableAllHooks\\\": true}') for p in ('.claude/settings.json', '.claude/settings.local.json', '~/.claude/settings.json')]\"",
 ];
 
+/// A person-only command driven through a pty under the sandbox: it got as far
+/// as its prompt, then said its change could not be saved, and did not claim
+/// `done` (what it prints on success), exiting 1.
+#[track_caller]
+fn assert_reached_the_prompt_and_saved_nothing(out: &std::process::Output, done: &str) {
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("to confirm:"),
+        "the driver reached the prompt: {said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("could not be saved") && !said.contains(done),
+        "{said}"
+    );
+}
+
 fn git_in(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new("git")
         .args(args)
@@ -786,17 +804,7 @@ fn trust_driven_through_a_pty_under_the_sandbox_changes_nothing_and_says_so() {
     };
     let before = accepted();
     let out = driven_through_a_pty(&project, &srt, &settings, &home, &tmp, &["trust"]);
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        said.contains("to confirm:"),
-        "the driver reached the prompt: {said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(
-        said.contains("could not be saved") && !said.contains("Accepted policy"),
-        "{said}"
-    );
+    assert_reached_the_prompt_and_saved_nothing(&out, "Accepted policy");
     assert_eq!(accepted(), before, "nothing was accepted");
     let run = project.hook(&bash("s-pty", "git push --force origin main"));
     assert!(run.deny_reason().is_some(), "{}", run.stderr());
@@ -890,17 +898,7 @@ fn flag_set_driven_through_a_pty_under_the_sandbox_changes_nothing_and_says_so()
         &tmp,
         &["flag", "set", "ready", "--session", "s-flag-pty"],
     );
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        said.contains("to confirm:"),
-        "the driver reached the prompt: {said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(
-        said.contains("could not be saved") && !said.contains("Set flag"),
-        "{said}"
-    );
+    assert_reached_the_prompt_and_saved_nothing(&out, "Set flag");
     assert_eq!(
         project.hook(&grep).context(),
         "[reader] ready is set: false"
