@@ -109,6 +109,10 @@ fn main() {
     let mut stateful = Vec::with_capacity(runs);
     let mut served_write = Vec::with_capacity(runs);
     let mut forwarded_write = Vec::with_capacity(runs);
+    // The forwarding hook's own cost: a server that answers at once.
+    let stub_socket = dir.join("stub.sock");
+    answer_at_once(&stub_socket);
+    let mut client_alone = Vec::with_capacity(runs);
     // The floor and the warm hook interleaved, with nothing else between them: a
     // durable commit's writeback would otherwise land on whichever runs next.
     for _ in 0..runs {
@@ -117,6 +121,19 @@ fn main() {
         served.push(server.post(&payload));
         forwarded.push(forward(SANDRAIL, &payload));
         forwarded_small.push(forward(SANDRAIL_HOOK, &payload));
+        client_alone.push(
+            spawn_sub(
+                SANDRAIL_HOOK,
+                "hook",
+                &payload,
+                dir,
+                &warm_cache,
+                &dir.join("state"),
+                &dir.join("project"),
+                Some(&stub_socket),
+            )
+            .0,
+        );
     }
     for i in 0..runs {
         stateful.push(spawn(SANDRAIL, &write_payload, dir, &warm_cache).0);
@@ -138,6 +155,7 @@ fn main() {
     let forwarded_small = Stats::of(forwarded_small);
     let served_write = Stats::of(served_write);
     let forwarded_write = Stats::of(forwarded_write);
+    let client_alone = Stats::of(client_alone);
     drop(server);
     println!("sandrail hook latency, whole process, PreToolUse Bash, embedded default");
     println!(
@@ -161,6 +179,7 @@ fn main() {
         ("sandrail-hook forwarding", &forwarded_small),
         ("serve: POST Write, committed", &served_write),
         ("sandrail-hook Write, served", &forwarded_write),
+        ("sandrail-hook, client alone", &client_alone),
     ] {
         row(name, s, &floor);
     }
@@ -423,6 +442,9 @@ fn main() {
             ("serve: POST Bash, client in", &served, 4.0),
             ("hook forwarding to serve", &forwarded, 10.0),
             ("sandrail-hook forwarding", &forwarded_small, 10.0),
+            ("serve: POST Write, committed", &served_write, 6.0),
+            ("sandrail-hook Write, served", &forwarded_write, 12.0),
+            ("sandrail-hook, client alone", &client_alone, 3.0),
         ],
         &floor,
     );
@@ -430,7 +452,7 @@ fn main() {
     guardrail_counts(dir, &warm_cache, &payload, &floor, runs);
     reference_hook(dir, &warm_cache, &payload, &floor, runs);
     component_costs(dir, &write_payload, &floor, runs);
-    serve_clients(dir, &warm_cache, &payload, runs);
+    let eight_clients = serve_clients(dir, &warm_cache, &payload, runs);
 
     println!();
     println!("parallel hooks, all started at once (PreToolUse Write, session-budget limit 60)");
@@ -470,7 +492,98 @@ fn main() {
     }
     let state = dir.join("served-parallel-state");
     let project = project_with(dir, &state, "served-parallel", budget);
-    served_parallel(dir, &warm_cache, &project, &state, &write_payload);
+    let served_allowed = served_parallel(dir, &warm_cache, &project, &state, &write_payload);
+
+    let ratio = |s: &Stats| s.median.as_secs_f64() / floor.median.as_secs_f64();
+    let served_ms = served.median.as_secs_f64() * 1000.0;
+    println!();
+    println!("the fast path: each figure of this run beside its target");
+    println!();
+    println!("{:<40} {:>14} {:>14}  ", "figure", "target", "this run");
+    let targets: [(&str, String, String, bool); 6] = [
+        (
+            "served event, median, client in",
+            "<= 0.50 ms".into(),
+            format!("{served_ms:.2} ms"),
+            served_ms <= 0.5,
+        ),
+        (
+            "sandrail-hook, client alone / floor",
+            "<= 1.30x".into(),
+            format!("{:.2}x", ratio(&client_alone)),
+            ratio(&client_alone) <= 1.3,
+        ),
+        (
+            "sandrail-hook forwarding Bash / floor",
+            "<= 2.00x".into(),
+            format!("{:.2}x", ratio(&forwarded_small)),
+            ratio(&forwarded_small) <= 2.0,
+        ),
+        (
+            "sandrail-hook Write + commit / floor",
+            "<= 3.00x".into(),
+            format!("{:.2}x", ratio(&forwarded_write)),
+            ratio(&forwarded_write) <= 3.0,
+        ),
+        (
+            "8 clients, events/s",
+            ">= 2000".into(),
+            format!("{eight_clients:.0}"),
+            eight_clients >= 2000.0,
+        ),
+        (
+            "200 POSTs on one session, limit 60",
+            "60 allowed".into(),
+            format!("{served_allowed} allowed"),
+            served_allowed == 60,
+        ),
+    ];
+    for (figure, target, is, met) in &targets {
+        println!(
+            "{figure:<40} {target:>14} {is:>14}  {}",
+            if *met { "met" } else { "not yet" }
+        );
+    }
+    if std::env::var_os("SANDRAIL_BENCH_GATE").is_some_and(|v| v == "1") && served_allowed != 60 {
+        eprintln!(
+            "regression: 200 requests at once on one session allowed {served_allowed}, not 60"
+        );
+        std::process::exit(1);
+    }
+}
+
+/// Listens on `path` and answers every request at once with an empty 200, as
+/// a server with nothing to judge would: what a forwarding hook costs alone.
+fn answer_at_once(path: &Path) {
+    use std::io::Read;
+    let listener = std::os::unix::net::UnixListener::bind(path).expect("bind the stub socket");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 8192];
+            // The head, then as many bytes as it says the body has.
+            while let Ok(n) = stream.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buf[..n]);
+                if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+            }
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
 }
 
 /// Fails the run when a ratio to the floor is past its bound: a large
@@ -623,8 +736,8 @@ fn reference_hook(dir: &Path, cache: &Path, payload: &str, floor: &Stats, runs: 
 }
 
 /// Requests per second through one server with 1 and 8 clients, each on a
-/// session of its own, a fresh connection per request.
-fn serve_clients(dir: &Path, cache: &Path, payload: &str, runs: usize) {
+/// session of its own, a fresh connection per request; the rate with 8.
+fn serve_clients(dir: &Path, cache: &Path, payload: &str, runs: usize) -> f64 {
     println!();
     println!("serve under load (PreToolUse Bash, embedded default, a connection per request)");
     println!();
@@ -634,6 +747,7 @@ fn serve_clients(dir: &Path, cache: &Path, payload: &str, runs: usize) {
     );
     let server = Server::start(dir, cache, &dir.join("clients-serve-state"));
     server.post(payload);
+    let mut rate = 0.0;
     for clients in [1usize, 8] {
         let per_client = (runs * 2 / clients).max(20);
         let started = Instant::now();
@@ -660,19 +774,27 @@ fn serve_clients(dir: &Path, cache: &Path, payload: &str, runs: usize) {
         let wall = started.elapsed();
         let count = times.len();
         let stats = Stats::of(times);
+        rate = count as f64 / wall.as_secs_f64();
         println!(
             "{:<28} {:>12.0} {:>10} {:>10}",
             clients,
-            count as f64 / wall.as_secs_f64(),
+            rate,
             ms(stats.median),
             ms(stats.p99)
         );
     }
+    rate
 }
 
 /// 200 requests at once to one server, all on one session: the same limit
 /// must hold as for 200 hook processes.
-fn served_parallel(dir: &Path, cache: &Path, project: &Path, state: &Path, write_payload: &str) {
+fn served_parallel(
+    dir: &Path,
+    cache: &Path,
+    project: &Path,
+    state: &Path,
+    write_payload: &str,
+) -> usize {
     let mut server = Server::start(dir, cache, state);
     server.project = project.to_path_buf();
     let mut p: serde_json::Value = serde_json::from_str(write_payload).expect("payload");
@@ -704,6 +826,7 @@ fn served_parallel(dir: &Path, cache: &Path, project: &Path, state: &Path, write
         ms(stats.median),
         ms(stats.p99),
     );
+    200 - refused
 }
 
 /// What a batch of parallel hooks did.

@@ -17,12 +17,11 @@
 //! busy.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::audit;
 use crate::config::{Config, Guardrail, OnError};
 use crate::deadline::Deadline;
-use crate::engine::Engine;
+use crate::engine::{Engine, EventRuntime};
 use crate::escalation::{self, Enforcement, Escalated, Level, SoftBlock};
 use crate::event::EventKind;
 use crate::facts::{Costly, SessionFacts};
@@ -30,7 +29,9 @@ use crate::guest_text;
 use crate::protocol::{self, Decision, HookInput};
 use crate::receipts::{Gate, GuardrailRun};
 use crate::runtime::{self, Loaded, Prepared, RunError, Runtime, wit};
-use crate::store::{Escalation, Keyspace, Occurrence, SessionStore, StateTxn, StoreError};
+use crate::store::{
+    Escalation, Keyspace, LockWait, Occurrence, SessionStore, StateTxn, StoreError,
+};
 use crate::transcript;
 
 mod stop;
@@ -148,11 +149,21 @@ pub fn evaluate(
         let input_hash = (input.kind == crate::event::EventKind::PreToolUse)
             .then(|| input_fingerprint(input.tool_input.as_deref().unwrap_or("null")));
         let tool_use_id = input.fields.get("tool_use_id").and_then(|v| v.as_str());
+        // The components are made ready before the session is held, so that
+        // holding it costs only the guardrails' calls and the commit: many
+        // events of one session load theirs at once, then judge in turn.
+        let mut ready = None;
+        if !prepared.is_empty() {
+            match make_ready(engine, dirs, &prepared, &leaving, config, &mut decision) {
+                Some(made) => ready = Some(made),
+                None => break 'judged decision,
+            }
+        }
         let Held {
             mut txn,
             unavailable,
         } = if needs_state {
-            hold(input, config, dirs, &stateful, &mut decision)
+            hold(input, config, dirs, &stateful, deadline, &mut decision)
         } else {
             Held::not_needed()
         };
@@ -185,20 +196,13 @@ pub fn evaluate(
             break 'judged decision;
         }
 
-        let components = prepared
-            .iter()
-            .map(|(_, p)| p)
-            .chain(leaving.iter().filter_map(|(_, p)| p.as_ref().ok()));
-        let runtime = match engine.runtime_for(dirs.cache.clone(), components) {
-            Ok(runtime) => runtime,
-            Err(e) => {
-                let why = format!("cannot start the WebAssembly runtime: {e:#}");
-                eprintln!("sandrail: {why}");
-                host_failure(&mut decision, config, &why);
-                break 'judged decision;
-            }
+        let (runtime, loaded) = match ready {
+            Some(made) => made,
+            None => match make_ready(engine, dirs, &prepared, &leaving, config, &mut decision) {
+                Some(made) => made,
+                None => break 'judged decision,
+            },
         };
-        let loaded = load(&runtime, &prepared, config, &mut decision);
 
         // Once a refusal cuts the chain, only guardrails that touch flags still run,
         // and only their flag changes count: a flag records that something was
@@ -365,17 +369,29 @@ fn hold(
     config: &Config,
     dirs: &Dirs,
     stateful: &[&str],
+    deadline: Deadline,
     decision: &mut Decision,
 ) -> Held {
     let mut held = Held::not_needed();
+    // A queue of this session's events is waited out while it moves, for at
+    // most half the time the event has left: the rest is the guardrails'.
+    let wait = LockWait {
+        stalled: config.lock_timeout,
+        until: Some(std::time::Instant::now() + deadline.left() / 2),
+    };
     match begin_state(
         dirs.state.as_deref(),
         &input.session_id,
-        config.lock_timeout,
+        wait,
         &mut decision.alerts,
     ) {
         Ok(begun) => held.txn = Some(begun),
         Err(failure) => {
+            if failure.is_lock_timeout()
+                && let Some(state) = &dirs.state
+            {
+                crate::store::note_unheld(state, &input.session_id);
+            }
             // Without their state these guardrails cannot judge; the others can,
             // and escalation falls back to each rule's default level.
             if stateful.is_empty() {
@@ -401,6 +417,40 @@ fn hold(
         }
     }
     held
+}
+
+/// The event's runtime and the components loaded on it, each with whether it
+/// reads the cycle.
+type Ready<'e, 'c> = (EventRuntime<'e>, Vec<(&'c Guardrail, Loaded, bool)>);
+
+/// Stage: make ready. The event's runtime (this process's own, or the
+/// server's) for the selected components and the contexts that may leave, and
+/// each selected component loaded on it; `None` when the runtime cannot start
+/// (said, and answered as `on_error` says).
+fn make_ready<'e, 'c>(
+    engine: &'e Engine,
+    dirs: &Dirs,
+    prepared: &[(&'c Guardrail, Prepared)],
+    leaving: &[(&'c Guardrail, Result<Prepared, String>)],
+    config: &Config,
+    decision: &mut Decision,
+) -> Option<Ready<'e, 'c>> {
+    let components = prepared
+        .iter()
+        .map(|(_, p)| p)
+        .chain(leaving.iter().filter_map(|(_, p)| p.as_ref().ok()));
+    match engine.runtime_for(dirs.cache.clone(), components) {
+        Ok(runtime) => {
+            let loaded = load(&runtime, prepared, config, decision);
+            Some((runtime, loaded))
+        }
+        Err(e) => {
+            let why = format!("cannot start the WebAssembly runtime: {e:#}");
+            eprintln!("sandrail: {why}");
+            host_failure(decision, config, &why);
+            None
+        }
+    }
 }
 
 /// Stage: load. Each selected component instantiated-ready on `runtime`, with
@@ -1276,7 +1326,10 @@ enum NoState {
 
 impl NoState {
     fn is_lock_timeout(&self) -> bool {
-        matches!(self, NoState::Store(StoreError::LockTimeout(_)))
+        matches!(
+            self,
+            NoState::Store(StoreError::LockTimeout(_) | StoreError::LockWaitedOut(_))
+        )
     }
 
     fn is_tampering(&self) -> bool {
@@ -1291,11 +1344,21 @@ impl NoState {
 fn begin_state(
     dir: Option<&Path>,
     session: &str,
-    lock_timeout: Duration,
+    wait: LockWait,
     alerts: &mut Vec<String>,
 ) -> Result<StateTxn, NoState> {
     let dir = dir.ok_or(NoState::NoDirectory)?;
-    let store = SessionStore::open(dir, session, lock_timeout)?;
+    let store = SessionStore::open(dir, session, wait)?;
+    // Events judged without the state while it stayed busy: said once, here,
+    // with how many there were.
+    let unheld = crate::store::take_unheld(dir, session);
+    if unheld > 0 {
+        let alert = format!(
+            "sandrail: {unheld} event(s) of this session were judged without its state, because it stayed busy past the lock timeout: their violations were not counted and answered at their rule's default level"
+        );
+        eprintln!("{alert}");
+        alerts.push(alert);
+    }
     let mut lost = None;
     if let Some((aside, why)) = store.moved_aside() {
         eprintln!(
@@ -1543,7 +1606,7 @@ fn count_plain_refusals(
         *txn = begin_state(
             dirs.state.as_deref(),
             &input.session_id,
-            config.lock_timeout,
+            config.lock_timeout.into(),
             &mut decision.alerts,
         )
         .ok();

@@ -20,7 +20,7 @@ use crate::event::EventKind;
 use crate::locations::{self, Places};
 use crate::policy;
 use crate::protect;
-use crate::protocol::{self, HookInput};
+use crate::protocol::{self, HookInput, PayloadError};
 use crate::receipts;
 use crate::store::{SessionStore, StoreError, lifecycle};
 
@@ -42,7 +42,18 @@ pub use sandrail_forward::Origin;
 /// Reads one payload from `stdin` and judges it on `engine`, within the
 /// deadline of a hook that `started` then ([`crate::deadline`]).
 pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine, started: Instant) -> Outcome {
-    let input = match HookInput::read(stdin) {
+    judge(HookInput::read(stdin), origin, engine, started)
+}
+
+/// Judges a payload already read (as `sandrail serve` reads it, to know its
+/// session before its turn), as [`run`] does.
+pub fn judge(
+    read: Result<HookInput, PayloadError>,
+    origin: &Origin,
+    engine: &Engine,
+    started: Instant,
+) -> Outcome {
+    let input = match read {
         Ok(input) => input,
         Err(e) if e.is_unjudged_event() => {
             if crate::debug_logging() {

@@ -13,12 +13,18 @@
 //! "deny"` (a 200 blocking decision), and answered 400 (413) otherwise; a method
 //! other than POST 405, another path 404.
 //!
-//! A client has 10 s to send its request head and 10 s more for its body; at
-//! most 256 connections are open at once, and at most 32 of one user's on the
-//! Unix socket (by its peer credentials), so one user's agent cannot shut the
-//! others out of a shared server. SIGINT and SIGTERM close the listeners
-//! (and remove the socket file) at once, let every request in flight finish (its
-//! event committed and answered) within 30 s, then end the process.
+//! The events of one session are judged one at a time in the order they
+//! arrived, queued inside the server ([`sessions`]); a connection beyond its
+//! user's share or the server's waits its turn rather than being refused
+//! ([`admission`]), so one user's agent cannot shut the others out of a shared
+//! server and a burst of parallel tool calls is never refused for load. A
+//! client has 10 s to send its request head once served and 10 s more for its
+//! body. SIGINT and SIGTERM close the listeners (and remove the socket file) at
+//! once, let every request in flight or waiting finish (its event committed and
+//! answered) within 30 s, then end the process.
+
+mod admission;
+mod sessions;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -38,8 +44,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::engine::Engine;
 use crate::hook::{self, Origin, Outcome};
 use crate::locations::Places;
-use crate::protocol::MAX_PAYLOAD_BYTES;
+use crate::protocol::{HookInput, MAX_PAYLOAD_BYTES};
 use crate::receipts::otlp::{self, Exporter};
+use admission::{Admission, Ticket};
+use sessions::Sessions;
 
 /// The header an http hook names its project in (Claude Code: `"headers":
 /// {"X-Sandrail-Project-Dir": "$CLAUDE_PROJECT_DIR"}` with `allowedEnvVars`).
@@ -56,14 +64,9 @@ const HOOK_PATHS: [&str; 2] = ["/", "/hook"];
 const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The most connections open at once; past it, new ones wait in the listen
-/// queue. With the payload limit, this bounds what bodies being read can hold.
-const MAX_CONNECTIONS: usize = 256;
-
-/// The most connections one user may hold open on the Unix socket: a managed
-/// server is shared by every user's agents, and one of them must not take every
-/// slot (and with it every other user's tool calls).
-const MAX_CONNECTIONS_PER_USER: usize = 32;
+/// The most connections accepted at once, waiting or served; past it, new ones
+/// wait in the listen queue.
+const MAX_ACCEPTED: usize = 4096;
 
 /// How long shutdown waits for the requests in flight (each event is bounded by
 /// its guardrails' deadlines and the lock timeout well within it).
@@ -201,32 +204,41 @@ async fn accept_until_signalled(
     engine: &'static Engine,
 ) {
     let graceful = GracefulShutdown::new();
-    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    let users = Arc::new(Users::default());
+    let accepted = Arc::new(tokio::sync::Semaphore::new(MAX_ACCEPTED));
+    let admission = Admission::new();
+    let sessions = Arc::new(Sessions::default());
     let mut shutdown = std::pin::pin!(signalled());
     loop {
-        let permit = tokio::select! {
+        let held = tokio::select! {
             () = &mut shutdown => break,
-            permit = Arc::clone(&open).acquire_owned() => match permit {
+            permit = Arc::clone(&accepted).acquire_owned() => match permit {
                 Ok(permit) => permit,
                 Err(_) => break,
             },
         };
-        let accepted = tokio::select! {
+        let connection = tokio::select! {
             () = &mut shutdown => break,
             Some(stream) = accept_tcp(tcp.as_ref()) => Connection::Tcp(stream),
             Some(stream) = accept_unix(unix.as_ref()) => Connection::Unix(stream),
         };
-        match accepted {
-            Connection::Tcp(stream) => serve_connection(&graceful, stream, engine, (permit, None)),
+        let uid = match &connection {
+            Connection::Tcp(_) => None,
             Connection::Unix(stream) => {
-                let uid = stream.peer_cred().map(|c| c.uid()).unwrap_or(u32::MAX);
-                // Over its share: closed at once, its slot free again.
-                let Some(seat) = Seat::take(&users, uid) else {
-                    continue;
-                };
-                serve_connection(&graceful, stream, engine, (permit, Some(seat)));
+                Some(stream.peer_cred().map(|c| c.uid()).unwrap_or(u32::MAX))
             }
+        };
+        // Over the flood guard: closed at once, its slot free again.
+        let Some(ticket) = admission.arrive(uid) else {
+            continue;
+        };
+        let served = Served {
+            engine,
+            sessions: Arc::clone(&sessions),
+        };
+        let watcher = graceful.watcher();
+        match connection {
+            Connection::Tcp(stream) => serve_connection(watcher, stream, served, (held, ticket)),
+            Connection::Unix(stream) => serve_connection(watcher, stream, served, (held, ticket)),
         }
     }
     // No new connection from here on: a client is refused at once, not queued.
@@ -247,62 +259,11 @@ async fn accept_until_signalled(
     }
 }
 
-/// The connections each user holds open on the Unix socket.
-#[derive(Default)]
-struct Users(std::sync::Mutex<std::collections::HashMap<u32, PerUser>>);
-
-#[derive(Default)]
-struct PerUser {
-    open: usize,
-    /// Whether its last connection was turned away (said once, not per attempt).
-    refused: bool,
-}
-
-/// One of a user's connections; its place is given back when dropped.
-struct Seat {
-    users: Arc<Users>,
-    uid: u32,
-}
-
-impl Seat {
-    fn take(users: &Arc<Users>, uid: u32) -> Option<Seat> {
-        let mut all = users
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let user = all.entry(uid).or_default();
-        if user.open >= MAX_CONNECTIONS_PER_USER {
-            if !user.refused {
-                eprintln!(
-                    "sandrail: uid {uid} holds {MAX_CONNECTIONS_PER_USER} connections; more are closed until one ends"
-                );
-                user.refused = true;
-            }
-            return None;
-        }
-        user.open += 1;
-        user.refused = false;
-        Some(Seat {
-            users: Arc::clone(users),
-            uid,
-        })
-    }
-}
-
-impl Drop for Seat {
-    fn drop(&mut self) {
-        let mut all = self
-            .users
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(user) = all.get_mut(&self.uid) {
-            user.open = user.open.saturating_sub(1);
-            if user.open == 0 {
-                all.remove(&self.uid);
-            }
-        }
-    }
+/// What every request is judged with.
+#[derive(Clone)]
+struct Served {
+    engine: &'static Engine,
+    sessions: Arc<Sessions>,
 }
 
 enum Connection {
@@ -340,29 +301,37 @@ async fn accept_failed(e: &std::io::Error) {
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
 }
 
+/// Serves one connection once it is admitted (its user's share and the
+/// server's place), on a task of its own.
 fn serve_connection<S>(
-    graceful: &GracefulShutdown,
+    watcher: hyper_util::server::graceful::Watcher,
     stream: S,
-    engine: &'static Engine,
-    held: (tokio::sync::OwnedSemaphorePermit, Option<Seat>),
+    served: Served,
+    held: (tokio::sync::OwnedSemaphorePermit, Ticket),
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = service_fn(move |request| answer(request, engine));
-    // A client that does not finish its request head in time is dropped, so idle
-    // connections cannot pile up.
-    let connection = http1::Builder::new()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .serve_connection(TokioIo::new(stream), service);
-    let connection = graceful.watch(connection);
     tokio::spawn(async move {
-        if let Err(e) = connection.await
+        let Some(places) = held.1.admitted().await else {
+            eprintln!(
+                "sandrail: a connection waited {} s for its turn and is closed",
+                admission::SEAT_WAIT.as_secs()
+            );
+            return;
+        };
+        let service = service_fn(move |request| answer(request, served.clone()));
+        // A client that does not finish its request head in time is dropped, so
+        // idle connections cannot pile up.
+        let connection = http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service);
+        if let Err(e) = watcher.watch(connection).await
             && crate::debug_logging()
         {
             eprintln!("sandrail: a connection ended: {e}");
         }
-        drop(held);
+        drop((places, held));
     });
 }
 
@@ -389,8 +358,9 @@ async fn signalled() {
 /// One request: one event.
 async fn answer(
     request: Request<Incoming>,
-    engine: &'static Engine,
+    served: Served,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    let engine = served.engine;
     // The harness's timeout runs from when it sent the request.
     let arrived = std::time::Instant::now();
     if request.method() != Method::POST {
@@ -448,8 +418,18 @@ async fn answer(
         }
     };
     let origin = Origin { project, cwd };
-    let judged =
-        tokio::task::spawn_blocking(move || hook::run(&body[..], &origin, engine, arrived)).await;
+    let read = HookInput::read(&body[..]);
+    // The session's turn, waited for here rather than on a thread.
+    let turn = match &read {
+        Ok(input) => Some(served.sessions.turn(&input.session_id).await),
+        Err(_) => None,
+    };
+    let judged = tokio::task::spawn_blocking(move || {
+        let outcome = hook::judge(read, &origin, engine, arrived);
+        drop(turn);
+        outcome
+    })
+    .await;
     Ok(match judged {
         Ok(outcome) => respond(outcome),
         Err(e) => {

@@ -29,7 +29,7 @@ use redb::{
 };
 
 pub use flags::{FlagError, FlagGrants, NotAFlagName, check_name as check_flag_name};
-pub use lock::SessionLock;
+pub use lock::{LockWait, SessionLock};
 
 use flags::StagedFlags;
 
@@ -88,6 +88,10 @@ pub enum StoreError {
         "this session's state stayed busy for longer than the lock timeout ({0:?}): other events of this session, judged one at a time (contention, not tampering)"
     )]
     LockTimeout(Duration),
+    #[error(
+        "this session's state stayed busy for {0:?}, as long as this event could wait for it: other events of this session, judged one at a time (contention, not tampering)"
+    )]
+    LockWaitedOut(Duration),
     #[error(
         "this session's lock is held by {0}, which is not sandrail at work: the session's state is kept from sandrail on purpose"
     )]
@@ -182,6 +186,41 @@ pub fn session_file(state_dir: &Path, session: &str, extension: &str) -> PathBuf
         .with_extension(extension)
 }
 
+/// The file counting this session's events judged without its state because
+/// its lock stayed busy: one byte each, until an event that holds the state
+/// says how many there were.
+pub const UNHELD: &str = "unheld";
+
+/// Counts one event of `session` judged without its state (its lock stayed
+/// busy past the lock timeout).
+pub fn note_unheld(state_dir: &Path, session: &str) {
+    use std::io::Write;
+    let path = session_file(state_dir, session, UNHELD);
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(b"."));
+    if let Err(e) = appended {
+        eprintln!(
+            "sandrail: cannot count this event as judged without its state in {}: {e}",
+            path.display()
+        );
+    }
+}
+
+/// How many of `session`'s events were judged without its state since the
+/// last time this was asked (the count starts again); the caller holds the
+/// session's lock.
+pub fn take_unheld(state_dir: &Path, session: &str) -> u64 {
+    let path = session_file(state_dir, session, UNHELD);
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return 0;
+    };
+    let _ = std::fs::remove_file(&path);
+    meta.len()
+}
+
 /// Whether opening failed because the file is not a sound redb database (rather
 /// than, say, for want of permission or space).
 fn is_corrupt(error: &redb::DatabaseError) -> bool {
@@ -241,9 +280,13 @@ pub struct SessionStore {
 }
 
 impl SessionStore {
-    /// Takes the session's lock, waiting up to `timeout`, and opens its database,
-    /// creating both if needed.
-    pub fn open(state_dir: &Path, session: &str, timeout: Duration) -> Result<Self, StoreError> {
+    /// Takes the session's lock, waiting as `wait` says, and opens its
+    /// database, creating both if needed.
+    pub fn open(
+        state_dir: &Path,
+        session: &str,
+        wait: impl Into<LockWait>,
+    ) -> Result<Self, StoreError> {
         let files = SessionFiles::new(state_dir, session);
         crate::locations::create_private_dir(&files.dir).map_err(|source| {
             StoreError::CreateDir {
@@ -251,7 +294,7 @@ impl SessionStore {
                 source,
             }
         })?;
-        let lock = SessionLock::acquire(&files.lock, timeout)?;
+        let lock = SessionLock::acquire(&files.lock, wait)?;
         let open_error = |source| StoreError::Open {
             path: files.database.clone(),
             source,
@@ -300,12 +343,12 @@ impl SessionStore {
     pub fn open_existing(
         state_dir: &Path,
         session: &str,
-        timeout: Duration,
+        wait: impl Into<LockWait>,
     ) -> Result<Option<Self>, StoreError> {
         if !SessionFiles::new(state_dir, session).database.is_file() {
             return Ok(None);
         }
-        SessionStore::open(state_dir, session, timeout).map(Some)
+        SessionStore::open(state_dir, session, wait).map(Some)
     }
 
     /// How long this process waited for the session's lock.

@@ -14,41 +14,70 @@ fn hooks_at_once(project: &Project, n: usize, payload: &[u8]) -> Vec<Run> {
 
 /// Starts one hook process per payload, all at once, and collects their outputs.
 pub fn hooks_at_once_on(project: &Project, payloads: &[&[u8]]) -> Vec<Run> {
+    at_once(payloads, || {
+        let mut cmd = project.cmd();
+        cmd.arg("hook");
+        cmd
+    })
+}
+
+/// Starts one process `command` makes per payload, all at once, each given its
+/// payload on stdin, and collects their outputs.
+pub fn at_once(payloads: &[&[u8]], command: impl Fn() -> Command) -> Vec<Run> {
     let children: Vec<_> = payloads
         .iter()
         .map(|_| {
-            let mut cmd: Command = project.cmd();
-            cmd.arg("hook")
-                .stdin(Stdio::piped())
+            let mut cmd = command();
+            cmd.stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .expect("spawn sandrail")
         })
         .collect();
+    // Every payload is handed over before any output is waited for: each
+    // process is running, blocked on its stdin, and all of them go at once.
+    let mut children = children;
+    for (child, payload) in children.iter_mut().zip(payloads) {
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(payload).expect("write payload");
+    }
     children
         .into_iter()
-        .zip(payloads)
-        .map(|(mut child, payload)| {
-            let mut stdin = child.stdin.take().expect("stdin");
-            stdin.write_all(payload).expect("write payload");
-            drop(stdin);
-            Run(child.wait_with_output().expect("wait"))
-        })
+        .map(|child| Run(child.wait_with_output().expect("wait")))
         .collect()
 }
+
+/// A Write budget of 60, under the default settings (the lock timeout is not
+/// raised for the tests that use it).
+pub const BUDGET_OF_SIXTY: &str = "[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\nlimit = 60\n";
 
 #[test]
 fn two_hundred_parallel_hooks_on_one_session_keep_an_exact_budget() {
     let project = Project::alone();
-    // Default settings: the lock timeout is not raised for this.
-    project.config(
-        "[[guardrail]]\nname = \"budget\"\nsource = \"builtin:session-budget\"\nevents = [\"PreToolUse\"]\nmatcher = \"Write\"\n[guardrail.config]\nlimit = 60\n",
-    );
+    project.config(BUDGET_OF_SIXTY);
     let runs = hooks_at_once(&project, 200, &write("sess-200", "/home/dev/project/a.rs"));
+    assert_sixty_allowed(&project, "sess-200", &runs);
+}
+
+/// The same with four CPU-bound processes per core beside the hooks: every
+/// core is busy, the session's events queue for far longer than the lock
+/// timeout in all, and still none is judged without the session's state.
+#[test]
+fn two_hundred_parallel_hooks_on_a_busy_machine_keep_an_exact_budget() {
+    let project = Project::alone();
+    project.config(BUDGET_OF_SIXTY);
+    let _busy = BusyMachine::per_core(4);
+    let runs = hooks_at_once(&project, 200, &write("sess-busy", "/home/dev/project/a.rs"));
+    assert_sixty_allowed(&project, "sess-busy", &runs);
+}
+
+/// Of 200 Writes under [`BUDGET_OF_SIXTY`], exactly 60 allowed and 140 refused
+/// by the budget, none judged without the session's state, and 60 stored.
+pub fn assert_sixty_allowed(project: &Project, session: &str, runs: &[Run]) {
     let mut allowed = 0;
     let mut refused = 0;
-    for run in &runs {
+    for run in runs {
         assert_eq!(run.code(), Some(0), "{}", run.stderr());
         assert!(!run.stderr().contains("lock timeout"), "{}", run.stderr());
         if run.stdout().is_empty() {
@@ -61,7 +90,7 @@ fn two_hundred_parallel_hooks_on_one_session_keep_an_exact_budget() {
     }
     assert_eq!((allowed, refused), (60, 140));
     assert_eq!(
-        project.state("sess-200", "budget"),
+        project.state(session, "budget"),
         [("edits".to_owned(), "60".to_owned())]
     );
 }
@@ -168,7 +197,23 @@ fn a_held_lock_times_out_and_the_event_is_still_judged() {
     );
     assert!(!stderr.contains("failed"), "{stderr}");
     let _ = holder.wait_with_output();
-    project.hook(&bash("sess-lock", "ls")).answer();
+    // The next event that holds the state tells the person, once, how many
+    // were judged without it.
+    let next = project.hook(&bash("sess-lock", "ls"));
+    let told = "sandrail: 1 event(s) of this session were judged without its state, because it stayed busy past the lock timeout";
+    assert!(
+        next.answer()["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains(told)),
+        "{}",
+        next.stdout()
+    );
+    let after = project.hook(&bash("sess-lock", "ls"));
+    assert!(
+        !after.stdout().contains("judged without"),
+        "{}",
+        after.stdout()
+    );
 }
 
 /// A session's lock held by something that is not sandrail at work — `flock` in

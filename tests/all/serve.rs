@@ -677,3 +677,52 @@ fn a_pin_holds_when_another_entry_runs_the_same_component() {
         assert!(!answer.body.contains("PINNED BYPASSED"), "{}", answer.body);
     }
 }
+
+/// `sandrail-hook` forwarding to `server`, which it requires: an event the
+/// server does not answer is refused, never judged elsewhere.
+fn required_forwarder(project: &Project, server: &Server) -> std::process::Command {
+    let mut cmd = project.with_env(std::process::Command::new(HOOK_BIN));
+    cmd.env("SANDRAIL_SERVE_SOCKET", server.socket())
+        .env("SANDRAIL_SERVE_REQUIRED", "1");
+    cmd
+}
+
+/// 200 Writes at once through `sandrail-hook` with the server required, on one
+/// session under a budget of 60 and with four CPU-bound processes per core
+/// beside them:
+/// exactly 60 allowed and 140 refused by the budget; none refused for load,
+/// none judged without the session's state.
+#[test]
+fn two_hundred_forwarded_hooks_on_a_busy_machine_keep_an_exact_budget() {
+    let project = Project::alone();
+    project.config(crate::concurrency::BUDGET_OF_SIXTY);
+    let server = Server::start(&project);
+    let _busy = BusyMachine::per_core(4);
+    let payload = write("sess-served", "/home/dev/project/a.rs");
+    let payloads: Vec<&[u8]> = (0..200).map(|_| payload.as_slice()).collect();
+    let runs = crate::concurrency::at_once(&payloads, || required_forwarder(&project, &server));
+    crate::concurrency::assert_sixty_allowed(&project, "sess-served", &runs);
+    let (status, said) = server.stop();
+    assert!(status.success(), "{said}");
+    assert!(!said.contains("connections"), "{said}");
+}
+
+/// Sixty `ls` at once through the server (parallel tool calls and subagents of
+/// one session), under the embedded default: every one allowed, none refused
+/// for load.
+#[test]
+fn sixty_parallel_commands_through_the_server_are_all_allowed() {
+    let project = Project::alone();
+    let server = Server::start(&project);
+    let payload = bash("sess-sixty", "ls");
+    let payloads: Vec<&[u8]> = (0..60).map(|_| payload.as_slice()).collect();
+    let runs = crate::concurrency::at_once(&payloads, || required_forwarder(&project, &server));
+    for run in &runs {
+        assert_eq!(run.code(), Some(0), "{}", run.stderr());
+        assert!(
+            run.stdout().trim().is_empty() || run.deny_reason().is_none(),
+            "{}",
+            run.stdout()
+        );
+    }
+}

@@ -668,3 +668,33 @@ pub fn probe_config(guardrails: &[(&str, &str)]) -> String {
     }
     text
 }
+
+/// CPU-bound processes beside a test, as a busy machine has: each spins on
+/// its own until dropped.
+pub struct BusyMachine(Vec<std::process::Child>);
+
+impl BusyMachine {
+    /// `n` CPU-bound processes for each core.
+    pub fn per_core(n: usize) -> BusyMachine {
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        BusyMachine(
+            (0..n * cores)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("start a CPU-bound process")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for BusyMachine {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -126,7 +126,7 @@ fn forget(lock_path: &Path, cutoff: u64) -> bool {
     if !still_idle {
         return false;
     }
-    for extension in ["redb", "off", crate::policy::SESSION_RECORD] {
+    for extension in ["redb", "off", super::UNHELD, crate::policy::SESSION_RECORD] {
         let _ = std::fs::remove_file(lock_path.with_extension(extension));
     }
     // Last, while still held: a hook that opened this file meanwhile sees it gone

@@ -3,8 +3,13 @@
 //! A blocking OS file lock (`flock`) on a lock file beside the session's database,
 //! so waiting processes sleep in the kernel's queue instead of polling, and the
 //! lock goes away with its process however that process ends (no stale locks).
-//! The wait is bounded: past the timeout the caller gives up, and the lock the
-//! abandoned wait eventually gets is released at once.
+//! The wait is bounded: the timeout is how long the lock may stay with one
+//! holder while a process waits — a queue of the session's events that keeps
+//! moving is waited out (each holder names itself in the lock file as it takes
+//! the lock, so a waiter sees the lock change hands), a holder that keeps it is
+//! not — and [`LockWait::until`] bounds the whole wait however the queue moves.
+//! Past either, the caller gives up, and the lock the abandoned wait eventually
+//! gets is released at once.
 
 use std::fs::File;
 use std::path::Path;
@@ -12,6 +17,29 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::StoreError;
+
+/// How long to wait for a session's lock.
+#[derive(Debug, Clone, Copy)]
+pub struct LockWait {
+    /// The longest the lock may stay with one holder while this process waits
+    /// (the config's `lock_timeout`).
+    pub stalled: Duration,
+    /// Never wait past this, however the lock changes hands (an event's own
+    /// deadline); `None`: as long as it keeps changing hands.
+    pub until: Option<Instant>,
+}
+
+impl From<Duration> for LockWait {
+    fn from(stalled: Duration) -> LockWait {
+        LockWait {
+            stalled,
+            until: None,
+        }
+    }
+}
+
+/// How often a waiter looks whether the lock changed hands.
+const HAND_OVER_POLL: Duration = Duration::from_millis(50);
 
 /// A held session lock; released when dropped.
 #[derive(Debug)]
@@ -21,9 +49,12 @@ pub struct SessionLock {
 }
 
 impl SessionLock {
-    /// Takes the lock at `path` (created if missing), waiting up to `timeout`.
-    pub fn acquire(path: &Path, timeout: Duration) -> Result<SessionLock, StoreError> {
+    /// Takes the lock at `path` (created if missing), waiting as `wait` says.
+    pub fn acquire(path: &Path, wait: impl Into<LockWait>) -> Result<SessionLock, StoreError> {
+        let wait = wait.into();
         let started = Instant::now();
+        // When the lock last changed hands as far as this process has seen.
+        let mut moved = started;
         loop {
             let file = open(path)?;
             let file = match file.try_lock() {
@@ -35,9 +66,13 @@ impl SessionLock {
                     {
                         return Err(StoreError::LockHeld(holder.to_string()));
                     }
-                    let left = timeout.saturating_sub(started.elapsed());
-                    wait_for(file, left).map_err(|e| match e {
-                        WaitError::TimedOut => timed_out(path, timeout),
+                    wait_for(file, path, &wait, &mut moved).map_err(|e| match e {
+                        WaitError::Stalled => {
+                            timed_out(path, StoreError::LockTimeout(wait.stalled))
+                        }
+                        WaitError::OutOfTime => {
+                            timed_out(path, StoreError::LockWaitedOut(started.elapsed()))
+                        }
                         WaitError::Io(source) => StoreError::Lock {
                             path: path.to_path_buf(),
                             source,
@@ -60,13 +95,24 @@ impl SessionLock {
                     waited: started.elapsed(),
                 };
                 // Who holds it, for a waiter to tell sandrail at work from a
-                // process that took the lock and then ran sandrail.
-                let _ =
-                    lock.write_field(HOLDER_AT, &format!("{HOLDER_PREFIX}{}", std::process::id()));
+                // process that took the lock and then ran sandrail, and the
+                // hand-over's number, for a waiter to see the queue move (one
+                // server takes the lock for event after event).
+                let handed = field(&lock._file, HOLDER_AT)
+                    .and_then(|text| hand_over_of(&text))
+                    .map_or(0, |n| (n + 1) % HAND_OVERS_COUNTED);
+                let _ = lock.write_field(
+                    HOLDER_AT,
+                    &format!("{HOLDER_PREFIX}{} {handed}", std::process::id()),
+                );
                 return Ok(lock);
             }
-            if started.elapsed() >= timeout {
-                return Err(timed_out(path, timeout));
+            moved = Instant::now();
+            if wait.until.is_some_and(|until| moved >= until) {
+                return Err(timed_out(
+                    path,
+                    StoreError::LockWaitedOut(started.elapsed()),
+                ));
             }
         }
     }
@@ -132,14 +178,34 @@ fn field(_file: &File, _at: u64) -> Option<String> {
     None
 }
 
+/// Hand-overs are numbered modulo this, so the number fits its field.
+const HAND_OVERS_COUNTED: u64 = 1_000_000;
+
 /// The pid the lock file at `path` names as the sandrail process that last
 /// took it.
 fn recorded_holder(path: &Path) -> Option<u32> {
     let file = File::open(path).ok()?;
     field(&file, HOLDER_AT)?
         .strip_prefix(HOLDER_PREFIX)?
+        .split_whitespace()
+        .next()?
         .parse()
         .ok()
+}
+
+/// The hand-over number in a holder field (`sandrail-holder PID N`).
+fn hand_over_of(text: &str) -> Option<u64> {
+    text.strip_prefix(HOLDER_PREFIX)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// What the holder field of the lock file at `path` says now: it changes each
+/// time the lock changes hands.
+fn holder_field(path: &Path) -> Option<String> {
+    field(&File::open(path).ok()?, HOLDER_AT)
 }
 
 /// Past the timeout: a sandrail process still at work — one that took the lock
@@ -150,18 +216,20 @@ fn recorded_holder(path: &Path) -> Option<u32> {
 /// stopped or hidden process, a holder that exited leaving the lock to a
 /// child, one the kernel does not name, a process that took the lock and then
 /// became sandrail — is tampering.
-fn timed_out(path: &Path, timeout: Duration) -> StoreError {
+///
+/// `contention` is what a wait that ran out on sandrail at work says.
+fn timed_out(path: &Path, contention: StoreError) -> StoreError {
     use crate::holders::LockState;
     let started = Instant::now();
     loop {
         let in_grace = started.elapsed() < NAMING_GRACE;
         match crate::holders::state_of(path) {
-            LockState::Free | LockState::Unknowable => return StoreError::LockTimeout(timeout),
+            LockState::Free | LockState::Unknowable => return contention,
             LockState::Held(holder) if holder.lets_go() => {
                 // A holder that has only just taken the lock may not have named
                 // itself yet; on a loaded machine that can take a while.
                 if recorded_holder(path) == Some(holder.pid) {
-                    return StoreError::LockTimeout(timeout);
+                    return contention;
                 }
                 if !in_grace {
                     return StoreError::LockHeld(holder.to_string());
@@ -171,9 +239,10 @@ fn timed_out(path: &Path, timeout: Duration) -> StoreError {
             LockState::Held(holder) if holder.is_exiting() && in_grace => {}
             LockState::Held(holder) => return StoreError::LockHeld(holder.to_string()),
             LockState::HeldUnnamed => {
-                return StoreError::LockHeld(format!(
-                    "a process the system does not name, for longer than the lock timeout ({timeout:?})"
-                ));
+                return StoreError::LockHeld(
+                    "a process the system does not name, for as long as this event could wait"
+                        .to_owned(),
+                );
             }
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -192,14 +261,24 @@ fn open(path: &Path) -> Result<File, StoreError> {
 }
 
 enum WaitError {
-    TimedOut,
+    /// The lock stayed with one holder for the lock timeout.
+    Stalled,
+    /// The wait reached its `until`.
+    OutOfTime,
     Io(std::io::Error),
 }
 
-/// Blocks in the kernel for the lock on `file`, for at most `timeout`. The wait
-/// runs on its own thread so that it can be abandoned; if it succeeds after that,
-/// the thread drops the file and with it the lock.
-fn wait_for(file: File, timeout: Duration) -> Result<File, WaitError> {
+/// Blocks in the kernel for the lock on `file` until `wait` gives up: the lock
+/// stayed with one holder for `wait.stalled` (`moved` is when it last changed
+/// hands, brought forward as it does), or `wait.until` came. The wait runs on
+/// its own thread so that it can be abandoned; if it succeeds after that, the
+/// thread drops the file and with it the lock.
+fn wait_for(
+    file: File,
+    path: &Path,
+    wait: &LockWait,
+    moved: &mut Instant,
+) -> Result<File, WaitError> {
     let (sender, receiver) = mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("sandrail-lock".into())
@@ -209,10 +288,33 @@ fn wait_for(file: File, timeout: Duration) -> Result<File, WaitError> {
             let _ = sender.send(locked);
         })
         .map_err(WaitError::Io)?;
-    match receiver.recv_timeout(timeout) {
-        Ok(Ok(file)) => Ok(file),
-        Ok(Err(e)) => Err(WaitError::Io(e)),
-        Err(_) => Err(WaitError::TimedOut),
+    let mut holder = holder_field(path);
+    loop {
+        let stalled_at = *moved + wait.stalled;
+        let (give_up, why) = match wait.until {
+            Some(until) if until < stalled_at => (until, WaitError::OutOfTime),
+            _ => (stalled_at, WaitError::Stalled),
+        };
+        let left = give_up.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(why);
+        }
+        match receiver.recv_timeout(left.min(HAND_OVER_POLL)) {
+            Ok(Ok(file)) => return Ok(file),
+            Ok(Err(e)) => return Err(WaitError::Io(e)),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let now = holder_field(path);
+                if now != holder {
+                    holder = now;
+                    *moved = Instant::now();
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(WaitError::Io(std::io::Error::other(
+                    "the thread waiting for the lock ended without it",
+                )));
+            }
+        }
     }
 }
 
@@ -253,7 +355,7 @@ mod tests {
         let path = dir.path().join("s.lock");
         drop(SessionLock::acquire(&path, Duration::from_secs(1)).unwrap());
         assert!(matches!(
-            timed_out(&path, Duration::from_millis(50)),
+            timed_out(&path, StoreError::LockTimeout(Duration::from_millis(50))),
             StoreError::LockTimeout(_)
         ));
     }
@@ -271,6 +373,44 @@ mod tests {
         drop(held);
         let lock = waiter.join().unwrap().unwrap();
         assert!(lock.waited() >= Duration::from_millis(40));
+    }
+
+    /// A queue that keeps moving is waited out past the timeout; one holder
+    /// keeping the lock is not, and nothing is waited for past `until`.
+    #[test]
+    fn the_timeout_counts_from_the_last_hand_over() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.lock");
+        let stalled = Duration::from_millis(300);
+        let held = SessionLock::acquire(&path, stalled).unwrap();
+        let waiter = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                (SessionLock::acquire(&path, stalled), started.elapsed())
+            })
+        };
+        // The lock changes hands, as far as a waiter can see, every 100 ms for
+        // 1.2 s: four timeouts' worth.
+        for n in 0..12 {
+            std::thread::sleep(Duration::from_millis(100));
+            let text = format!("{HOLDER_PREFIX}{} {n}", std::process::id());
+            held._file
+                .write_all_at(format!("{text:<31}\n").as_bytes(), HOLDER_AT)
+                .unwrap();
+        }
+        let (waited, took) = waiter.join().unwrap();
+        assert!(matches!(waited, Err(StoreError::LockTimeout(_))));
+        assert!(took >= Duration::from_millis(1400), "{took:?}");
+        let bounded = LockWait {
+            stalled: Duration::from_secs(10),
+            until: Some(Instant::now() + Duration::from_millis(100)),
+        };
+        let started = Instant::now();
+        assert!(SessionLock::acquire(&path, bounded).is_err());
+        assert!(started.elapsed() < Duration::from_secs(2));
+        drop(held);
     }
 
     #[test]
