@@ -24,6 +24,7 @@ mod configure;
 mod context;
 mod host;
 mod output;
+mod pool;
 mod wasi;
 
 use std::borrow::Cow;
@@ -41,6 +42,7 @@ use capture::Capture;
 pub use configure::{ConfigureError, Needs, Problem, STATE_COSTING, kept_facts};
 pub use context::wit::Transition;
 pub use host::{HostState, MAX_DATA_BYTES};
+pub use pool::SANDBOXES_AT_ONCE;
 
 use crate::config::{Limits, Source};
 use crate::files::Identity;
@@ -289,7 +291,13 @@ impl Runtime {
     /// Sets up the runtime on the process's engine. `cache_dir` holds compiled
     /// components; `None` compiles every time.
     pub fn new(cache_dir: Option<PathBuf>) -> wasmtime::Result<Runtime> {
-        Runtime::linking(cache_dir, true, &|_| true, current_thread_executor()?)
+        Runtime::linking(
+            shared_engine()?,
+            cache_dir,
+            true,
+            &|_| true,
+            current_thread_executor()?,
+        )
     }
 
     /// A runtime for a command that looks at a policy (`check-config`,
@@ -298,7 +306,13 @@ impl Runtime {
     /// component the hook never ran then leaves no file behind that could be
     /// moved into an accepted one's place.
     pub fn looking(cache_dir: Option<PathBuf>) -> wasmtime::Result<Runtime> {
-        Runtime::linking(cache_dir, false, &|_| true, current_thread_executor()?)
+        Runtime::linking(
+            shared_engine()?,
+            cache_dir,
+            false,
+            &|_| true,
+            current_thread_executor()?,
+        )
     }
 
     /// A runtime for a long-lived process serving events from several threads at
@@ -312,7 +326,8 @@ impl Runtime {
             .enable_time()
             .build()
             .map_err(|e| wasmtime::format_err!("cannot start the executor: {e}"))?;
-        let mut runtime = Runtime::linking(cache_dir, true, &|_| true, executor)?;
+        let mut runtime =
+            Runtime::linking(resident_engine()?, cache_dir, true, &|_| true, executor)?;
         runtime.loaded = Some(Default::default());
         runtime.remembered = Some(Default::default());
         Ok(runtime)
@@ -329,6 +344,7 @@ impl Runtime {
             .flat_map(|p| p.imports.iter().map(String::as_str))
             .collect();
         Runtime::linking(
+            shared_engine()?,
             cache_dir,
             true,
             &|interface| imports.contains(interface),
@@ -337,12 +353,12 @@ impl Runtime {
     }
 
     fn linking(
+        engine: Engine,
         cache_dir: Option<PathBuf>,
         stores_compiled: bool,
         wasi_imported: &dyn Fn(&str) -> bool,
         executor: tokio::runtime::Runtime,
     ) -> wasmtime::Result<Runtime> {
-        let engine = shared_engine()?;
         let mut linker = Linker::new(&engine);
         wasi::add_to_linker(&mut linker, wasi_imported)?;
         wit::Guardrail::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
@@ -1087,10 +1103,32 @@ impl CallFailed {
 /// The process's one engine, created on first use.
 fn shared_engine() -> wasmtime::Result<Engine> {
     static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
-    let engine = ENGINE.get_or_init(|| {
-        let mut config = Config::new();
-        config.consume_fuel(true);
-        Engine::new(&config).map_err(|e| format!("{e:#}"))
-    });
+    let engine = ENGINE.get_or_init(|| Engine::new(&engine_config()).map_err(|e| format!("{e:#}")));
     engine.clone().map_err(wasmtime::Error::msg)
+}
+
+/// What every engine compiles with: the pooled one runs the same compiled code,
+/// so both read the same cache.
+fn engine_config() -> Config {
+    let mut config = Config::new();
+    config.consume_fuel(true);
+    config
+}
+
+/// A long-lived process's engine: instances come from a pool made once, so an
+/// event's sandbox costs no map and unmap of its memories. Where the pool cannot
+/// be reserved (an address-space limit, say) the shared engine serves, as fast
+/// as the one-shot hook's.
+fn resident_engine() -> wasmtime::Result<Engine> {
+    let mut config = engine_config();
+    config.allocation_strategy(pool::sized());
+    match Engine::new(&config) {
+        Ok(engine) => Ok(engine),
+        Err(e) => {
+            eprintln!(
+                "sandrail: cannot reserve the pool of guardrail instances ({e:#}); each instance is mapped on its own instead"
+            );
+            shared_engine()
+        }
+    }
 }

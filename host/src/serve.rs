@@ -74,6 +74,8 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The most events judged at once; more wait for a thread.
 const MAX_EVENTS_AT_ONCE: usize = 64;
+// Each event judged has a guardrail's sandbox open at most: the pool holds them.
+const _: () = assert!(MAX_EVENTS_AT_ONCE <= crate::runtime::SANDBOXES_AT_ONCE as usize);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {

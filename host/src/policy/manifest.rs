@@ -16,6 +16,8 @@ use crate::mandate::{Mandate, MandateError};
 use super::Frozen;
 use super::blobs::Blobs;
 
+mod loaded;
+
 /// The most bytes of components and data one capture reads.
 const MAX_POLICY_BYTES: u64 = 256 << 20;
 
@@ -329,7 +331,17 @@ pub enum LoadError {
 /// The config a manifest stands for, read from the copies in `blobs`: the
 /// config text, lock and mandate as they were, and each component and data file
 /// frozen to its copy.
+///
+/// A resident server judges every event of a session by the same manifest, and
+/// parsing it again each time was most of reading it: what was loaded is kept,
+/// under the whole manifest's sha256 and the blobs' directory. That is exact, as
+/// a manifest names every file it is made of by content and loading reads
+/// nothing else.
 pub fn load(manifest: &Manifest, blobs: &Blobs) -> Result<Config, LoadError> {
+    loaded::get_or_load(manifest, blobs, load_from_copies)
+}
+
+fn load_from_copies(manifest: &Manifest, blobs: &Blobs) -> Result<Config, LoadError> {
     let file = match &manifest.config {
         ConfigRef::Embedded { .. } => return Ok(Config::embedded()?),
         ConfigRef::File(file) => file,
