@@ -352,6 +352,18 @@ pub fn homes() -> Vec<PathBuf> {
     homes
 }
 
+/// The file the user service running `sandrail serve --user` is described in
+/// (`sandrail init --serve` writes it): a systemd user unit, or a launchd agent
+/// on macOS. Whoever rewrites it chooses what answers the forwarding hook, so
+/// the OS sandbox keeps it from the agent's commands.
+pub fn user_service_file() -> Option<PathBuf> {
+    if cfg!(target_os = "macos") {
+        return home().map(|h| h.join("Library/LaunchAgents/dev.sandrail.serve.plist"));
+    }
+    let config = from_env("XDG_CONFIG_HOME").or_else(|| home().map(|h| h.join(".config")))?;
+    Some(config.join("systemd/user/sandrail.service"))
+}
+
 /// The user's home directory, from `HOME`.
 pub fn home() -> Option<PathBuf> {
     from_env("HOME")

@@ -49,6 +49,12 @@ enum Command {
         /// then open.
         #[arg(long)]
         no_sandbox: bool,
+        /// Also install and start `sandrail serve --user` as a user service
+        /// (systemd --user on Linux, a launchd agent on macOS) and register
+        /// `sandrail-hook`, which hands each event to it and judges locally
+        /// while it is down (Claude Code only).
+        #[arg(long, conflicts_with = "http")]
+        serve: bool,
     },
     /// Check the setup: the harness settings register sandrail for the events
     /// the config needs and run this binary, the state and cache directories are
@@ -94,8 +100,13 @@ enum Command {
         /// Managed mode: run as a user of its own, judge every project by root's
         /// /etc/sandrail/sandrail.toml, keep state in /var/lib/sandrail (see
         /// docs/managed.md and contrib/sandrail.service).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "user")]
         system: bool,
+        /// This user's server, as the service `sandrail init --serve` installs
+        /// runs it: on the socket in the user's state directory
+        /// (`sandrail-serve.sock`) unless --socket names another.
+        #[arg(long)]
+        user: bool,
     },
     /// Show the guardrails in force: name, source, sha256, events, matcher.
     List {
@@ -338,7 +349,15 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             http,
             dry_run,
             no_sandbox,
-        } => commands::init::run(harness, http.as_deref(), dry_run, !no_sandbox),
+            serve,
+        } => {
+            let registering = match (http, serve) {
+                (Some(url), _) => commands::init::Registering::Http(url),
+                (None, true) => commands::init::Registering::Served,
+                (None, false) => commands::init::Registering::Command,
+            };
+            commands::init::run(harness, &registering, dry_run, !no_sandbox)
+        }
         Command::Doctor {
             json,
             managed,
@@ -380,7 +399,14 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             socket,
             socket_mode,
             system,
-        } => commands::serve::run(listen, socket, socket_mode, system),
+            user,
+        } => {
+            let socket = match (user, socket) {
+                (true, None) => Some(commands::init::service::user_socket()?),
+                (_, socket) => socket,
+            };
+            commands::serve::run(listen, socket, socket_mode, system)
+        }
         Command::State(cmd) => commands::state::run(cmd),
         Command::Flag(cmd) => commands::flag::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),

@@ -298,7 +298,7 @@ pub fn registered_in_managed_settings() -> bool {
 /// A hook command line that forwards to a server: `sandrail-hook`, or
 /// `sandrail hook`, with `SANDRAIL_SERVE_SOCKET` set in front of it. Gives the
 /// socket and whether `SANDRAIL_SERVE_REQUIRED=1` is set too.
-fn forwarding_hook(command: &str) -> Option<(PathBuf, bool)> {
+pub fn forwarding_hook(command: &str) -> Option<(PathBuf, bool)> {
     let argv = crate::shell::analyse(command)
         .commands
         .into_iter()

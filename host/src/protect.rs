@@ -3,7 +3,8 @@
 //! Before any guardrail runs, a tool call that would write, move, delete, truncate
 //! or change the mode of what sandrail depends on is refused: its config, lock and
 //! mandate files, its plugins and their data, its state and cache directories, the
-//! override trail, its own binary, and the harnesses' hook settings. The changed
+//! override trail, its own binary and the forwarding hook beside it, the user
+//! service `init --serve` installs, and the harnesses' hook settings. The changed
 //! paths come from the facts layer's one shell analysis, so every spelling the
 //! facts see through (wrappers, redirections, `sed -i`, `git checkout --`, …)
 //! counts, and paths are compared after `.`, `..`, repeated slashes and symlinks
@@ -131,7 +132,16 @@ impl Protected {
             add(cache.to_path_buf(), "sandrail's compiled-code cache".into());
         }
         if let Ok(binary) = std::env::current_exe() {
+            add(
+                binary.with_file_name(crate::harness::settings::FORWARDING_HOOK),
+                "sandrail's forwarding hook".into(),
+            );
             add(binary, "the sandrail binary".into());
+        }
+        // Whoever rewrites the user service chooses what answers the forwarding
+        // hook.
+        if let Some(service) = crate::locations::user_service_file() {
+            add(service, "sandrail's user service".into());
         }
         let project = places.project.or(places.cwd);
         if let Some(project) = project {

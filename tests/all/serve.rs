@@ -726,3 +726,179 @@ fn sixty_parallel_commands_through_the_server_are_all_allowed() {
         );
     }
 }
+
+/// `sandrail init --serve`: the user service is written with this binary, the
+/// socket in the user's state directory and the places `init` saw, and its
+/// manager is asked to start it; the forwarding hook is registered, and it
+/// judges while the server is down and hands events to the server once it runs
+/// (`serve --user`, as the unit runs it). Doctor tells which. A manager that
+/// fails leaves the set-up unfinished, said with what to run by hand.
+#[test]
+fn init_serve_installs_the_user_service_and_registers_the_forwarding_hook() {
+    let project = Project::new();
+    let tools = project.root.path().join("service-tools");
+    std::fs::create_dir_all(&tools).expect("tools");
+    let asked = project.root.path().join("systemctl.log");
+    let systemctl = tools.join("systemctl");
+    std::fs::write(
+        &systemctl,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexit ${{SYSTEMCTL_EXIT:-0}}\n",
+            asked.display()
+        ),
+    )
+    .expect("systemctl");
+    std::fs::set_permissions(
+        &systemctl,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let path = {
+        let mut paths = vec![tools];
+        paths.extend(std::env::split_paths(&project.path_with_sandbox_tools()));
+        std::env::join_paths(paths).expect("PATH")
+    };
+    let init = |exit: &str| {
+        let mut cmd = project.cmd();
+        cmd.env("PATH", &path)
+            .env("SYSTEMCTL_EXIT", exit)
+            .args(["init", "--serve"]);
+        Run(cmd.output().expect("init --serve"))
+    };
+    let run = init("0");
+    assert!(run.ok(), "{}\n{}", run.stdout(), run.stderr());
+    let socket = project.state_dir().join("sandrail-serve.sock");
+    let unit = std::fs::read_to_string(
+        project
+            .root
+            .path()
+            .join(".config/systemd/user/sandrail.service"),
+    )
+    .expect("the unit");
+    let binary = std::fs::canonicalize(crate::support::BIN).expect("binary");
+    assert!(
+        unit.contains(&format!(
+            "ExecStart=\"{}\" serve --user --socket \"{}\"",
+            binary.display(),
+            socket.display()
+        )) && unit.contains(&format!(
+            "Environment=\"SANDRAIL_STATE_DIR={}\"",
+            project.state_dir().display()
+        )),
+        "{unit}"
+    );
+    // The agent's commands can neither rewrite the unit nor plant another.
+    let shared: Value = serde_json::from_slice(
+        &std::fs::read(project.dir().join(".claude/settings.json")).expect("settings"),
+    )
+    .expect("JSON");
+    let unit_path = project
+        .root
+        .path()
+        .join(".config/systemd/user/sandrail.service");
+    assert!(
+        shared["sandbox"]["filesystem"]["denyWrite"]
+            .as_array()
+            .is_some_and(|denied| denied.iter().any(|d| d
+                .as_str()
+                .is_some_and(|d| d.ends_with(".config/systemd/user/sandrail.service")))),
+        "{shared}"
+    );
+    let rewrite = project.hook(&bash(
+        "s0",
+        &format!("echo 'ExecStart=/tmp/yes' > {}", unit_path.display()),
+    ));
+    assert!(
+        rewrite.answer().to_string().contains("deny"),
+        "{}\n{}",
+        rewrite.stdout(),
+        rewrite.stderr()
+    );
+    let asked_for = std::fs::read_to_string(&asked).expect("systemctl was run");
+    assert_eq!(
+        asked_for,
+        "--user daemon-reload\n--user enable sandrail.service\n--user restart sandrail.service\n"
+    );
+    let settings: Value = serde_json::from_slice(
+        &std::fs::read(project.dir().join(".claude/settings.local.json")).expect("settings"),
+    )
+    .expect("JSON");
+    let command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .expect("a command")
+        .to_owned();
+    assert_eq!(
+        command,
+        format!(
+            "SANDRAIL_SERVE_SOCKET={} {}",
+            socket.display(),
+            binary.with_file_name("sandrail-hook").display()
+        )
+    );
+    project.trust();
+    let registered = |required: bool| {
+        let mut sh = project.with_env(std::process::Command::new("sh"));
+        sh.args(["-c", &command]);
+        if required {
+            sh.env("SANDRAIL_SERVE_REQUIRED", "1");
+        }
+        project.hook_with(sh, &bash("s1", "git push --force origin main"))
+    };
+    // The server is not running: the registered hook judges the event itself.
+    let local = registered(false);
+    assert!(
+        local.answer().to_string().contains("force-push]")
+            && local.stderr().contains("judged by sandrail hook instead"),
+        "{}\n{}",
+        local.stdout(),
+        local.stderr()
+    );
+    assert!(
+        project.doctor_finds("command", "warning", "sandrail serve does not answer"),
+        "{}",
+        project.run(&["doctor"]).stdout()
+    );
+
+    // The server as the unit runs it.
+    let mut server = project
+        .cmd()
+        .args(["serve", "--user"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve --user");
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the serving line");
+    assert_eq!(
+        line.trim(),
+        format!("sandrail: serving on unix:{}", socket.display())
+    );
+    let served = registered(true);
+    assert!(
+        served.answer().to_string().contains("force-push]") && served.stderr().is_empty(),
+        "{}\n{}",
+        served.stdout(),
+        served.stderr()
+    );
+    assert!(
+        project.doctor_finds("command", "ok", "which answers"),
+        "{}",
+        project.run(&["doctor"]).stdout()
+    );
+    terminate(&server);
+    let _ = server.wait();
+
+    // A manager that cannot start it: the set-up is not done, and said so.
+    let failed = init("1");
+    assert_eq!(failed.code(), Some(1), "{}", failed.stdout());
+    assert!(
+        failed.stderr().contains("the service is not running")
+            && failed
+                .stderr()
+                .contains("systemctl --user enable --now sandrail.service"),
+        "{}",
+        failed.stderr()
+    );
+}

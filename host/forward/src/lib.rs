@@ -4,10 +4,11 @@
 //! `sandrail-hook` binary use it; this crate links nothing else of sandrail, so
 //! the small binary starts about as fast as a process can.
 
-use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
+use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, SockAddr, Socket, Type};
 
 /// The socket of the server to forward to.
 pub const SOCKET_VAR: &str = "SANDRAIL_SERVE_SOCKET";
@@ -30,7 +31,7 @@ pub const MAX_PAYLOAD_BYTES: usize = 16 << 20;
 /// timeout must be longer (Claude Code's default, 600 s, is).
 pub const DEADLINE: Duration = Duration::from_secs(30);
 /// The largest answer read.
-const MAX_ANSWER_BYTES: u64 = 1 << 20;
+const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 /// Where to forward, from the hook's environment.
 pub struct Forwarding {
@@ -84,16 +85,12 @@ pub enum ForwardError {
 }
 
 /// Sends `payload` to the server and reads its answer, all within [`DEADLINE`]:
-/// a server that is stopped, or something at its socket that never answers,
-/// cannot hold the hook past it.
+/// a server that is stopped, or something at its socket that never accepts or
+/// never answers, cannot hold the hook past it. Every wait is bounded by the
+/// socket's own timeouts, set to what is left each time, so the hook starts no
+/// thread to keep the time.
 pub fn forward(socket: &Path, payload: &[u8], origin: &Origin) -> Result<Relayed, ForwardError> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (path, bytes, from) = (socket.to_owned(), payload.to_vec(), origin.clone());
-    std::thread::spawn(move || {
-        let _ = tx.send(exchange(&path, &bytes, &from));
-    });
-    rx.recv_timeout(DEADLINE)
-        .unwrap_or_else(|_| Err(ForwardError::Deadline(socket.to_owned())))
+    exchange(socket, payload, origin, Instant::now() + DEADLINE)
 }
 
 /// A header value for a path: percent-encoded, so any bytes a path may hold
@@ -107,17 +104,24 @@ fn encoded(path: &Path) -> String {
     .to_string()
 }
 
-fn exchange(socket: &Path, payload: &[u8], origin: &Origin) -> Result<Relayed, ForwardError> {
-    let connect = |source| ForwardError::Connect {
-        socket: socket.to_owned(),
-        source,
+fn exchange(
+    socket: &Path,
+    payload: &[u8],
+    origin: &Origin,
+    deadline: Instant,
+) -> Result<Relayed, ForwardError> {
+    let failed = |source: std::io::Error, connecting: bool| {
+        let socket = socket.to_owned();
+        match source.kind() {
+            ErrorKind::WouldBlock | ErrorKind::TimedOut if Instant::now() >= deadline => {
+                ForwardError::Deadline(socket)
+            }
+            _ if connecting => ForwardError::Connect { socket, source },
+            _ => ForwardError::Exchange { socket, source },
+        }
     };
-    let exchange = |source| ForwardError::Exchange {
-        socket: socket.to_owned(),
-        source,
-    };
-    let mut stream = UnixStream::connect(socket).map_err(connect)?;
-    let mut head = format!(
+    let stream = connect(socket, deadline).map_err(|e| failed(e, true))?;
+    let mut request = format!(
         "POST /hook HTTP/1.1\r\nHost: sandrail\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
         payload.len()
     );
@@ -126,20 +130,68 @@ fn exchange(socket: &Path, payload: &[u8], origin: &Origin) -> Result<Relayed, F
         (CWD_ENCODED_HEADER, &origin.cwd),
     ] {
         if let Some(path) = path {
-            head.push_str(&format!("{name}: {}\r\n", encoded(path)));
+            request.push_str(&format!("{name}: {}\r\n", encoded(path)));
         }
     }
-    head.push_str("\r\n");
-    stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(payload))
-        .map_err(exchange)?;
-    let mut raw = Vec::new();
-    stream
-        .take(MAX_ANSWER_BYTES)
-        .read_to_end(&mut raw)
-        .map_err(exchange)?;
+    request.push_str("\r\n");
+    // One buffer, so that a small request is one write.
+    let mut request = request.into_bytes();
+    request.extend_from_slice(payload);
+    send(&stream, &request, deadline).map_err(|e| failed(e, false))?;
+    let raw = receive(&stream, deadline).map_err(|e| failed(e, false))?;
     parse(socket, &raw)
+}
+
+/// What is left of the time, or the error a socket gives when it runs out.
+fn left(deadline: Instant) -> std::io::Result<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(ErrorKind::TimedOut.into());
+    }
+    Ok(left)
+}
+
+/// Connects, waiting for room in a listener's queue no longer than the deadline
+/// (a connect on a Unix socket waits its send timeout for that).
+fn connect(socket: &Path, deadline: Instant) -> std::io::Result<Socket> {
+    let stream = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    stream.set_write_timeout(Some(left(deadline)?))?;
+    stream.connect(&SockAddr::unix(socket)?)?;
+    Ok(stream)
+}
+
+fn send(mut stream: &Socket, mut bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        stream.set_write_timeout(Some(left(deadline)?))?;
+        match stream.write(bytes) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The whole answer, up to the server's closing the connection.
+fn receive(mut stream: &Socket, deadline: Instant) -> std::io::Result<Vec<u8>> {
+    let mut raw = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 16 << 10];
+    loop {
+        stream.set_read_timeout(Some(left(deadline)?))?;
+        match stream.read(&mut chunk) {
+            Ok(0) => return Ok(raw),
+            Ok(n) => {
+                let room = MAX_ANSWER_BYTES.saturating_sub(raw.len());
+                raw.extend_from_slice(&chunk[..n.min(room)]);
+                if raw.len() >= MAX_ANSWER_BYTES {
+                    return Ok(raw);
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The status, the block header and the body of an HTTP/1.1 answer read to its
@@ -273,5 +325,70 @@ mod tests {
             parsed("garbage"),
             Err(ForwardError::Garbled { .. })
         ));
+    }
+
+    /// A socket in a directory of its own that goes away with the test.
+    fn scratch_socket(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("sandrail-forward-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        dir.join("s")
+    }
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_millis(300)
+    }
+
+    #[test]
+    fn a_server_that_accepts_and_never_answers_runs_out_the_deadline() {
+        let path = scratch_socket("silent");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let started = Instant::now();
+        let relayed = exchange(&path, b"{}", &Origin::default(), soon());
+        assert!(
+            matches!(relayed, Err(ForwardError::Deadline(_))),
+            "{relayed:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        drop(listener);
+    }
+
+    #[test]
+    fn a_listener_whose_queue_is_full_runs_out_the_deadline() {
+        let path = scratch_socket("full");
+        let listener = Socket::new(Domain::UNIX, Type::STREAM, None).expect("socket");
+        listener
+            .bind(&SockAddr::unix(&path).expect("addr"))
+            .expect("bind");
+        listener.listen(0).expect("listen");
+        // Never accepted: these fill its queue.
+        let mut queued = Vec::new();
+        for _ in 0..8 {
+            let Ok(stream) = connect(&path, Instant::now() + Duration::from_millis(50)) else {
+                break;
+            };
+            queued.push(stream);
+        }
+        let started = Instant::now();
+        let relayed = exchange(&path, b"{}", &Origin::default(), soon());
+        assert!(
+            matches!(
+                relayed,
+                Err(ForwardError::Deadline(_) | ForwardError::Connect { .. })
+            ),
+            "{relayed:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn nothing_at_the_socket_is_a_failure_to_connect() {
+        let path = scratch_socket("absent");
+        let relayed = exchange(&path, b"{}", &Origin::default(), soon());
+        assert!(
+            matches!(relayed, Err(ForwardError::Connect { .. })),
+            "{relayed:?}"
+        );
     }
 }

@@ -13,7 +13,9 @@ use serde_json::json;
 use sandrail::config::{Config, Located};
 use sandrail::event::EventKind;
 use sandrail::harness::Harness;
-use sandrail::harness::settings::{hook_dialect, hook_program, matches_every_tool};
+use sandrail::harness::settings::{
+    FORWARDING_HOOK, hook_dialect, hook_program, matches_every_tool,
+};
 use sandrail::locations;
 use sandrail::policy::{self, blobs::Blobs};
 
@@ -481,17 +483,66 @@ fn check_command(
         );
         return;
     };
-    match this {
-        Some(this) if resolved != this => findings.warn(
+    let forwards = resolved
+        .file_name()
+        .is_some_and(|name| name == FORWARDING_HOOK);
+    // The forwarding hook must be the one installed beside this binary: it runs
+    // `sandrail hook` from beside itself while the server is down.
+    let expected = match this {
+        Some(this) if forwards => this.with_file_name(FORWARDING_HOOK).canonicalize().ok(),
+        this => this.map(Path::to_path_buf),
+    };
+    match expected {
+        Some(expected) if resolved != expected => findings.warn(
             "command",
             format!(
-                "`{command}` runs {}, not this binary ({})",
+                "`{command}` runs {}, not {}",
                 resolved.display(),
-                this.display()
+                expected.display()
             ),
             fix,
         ),
+        _ if forwards => check_server(command, findings),
         _ => findings.ok("command", format!("`{command}` runs this binary")),
+    }
+}
+
+/// The server a forwarding hook hands its events to: one that does not answer
+/// costs each event the start of a local hook, never its judgement.
+fn check_server(command: &str, findings: &mut Findings) {
+    let Some((socket, required)) = sandrail::managed::forwarding_hook(command) else {
+        findings.warn(
+            "command",
+            format!("`{command}` names no server (SANDRAIL_SERVE_SOCKET): every event is judged by the local hook"),
+            "run `sandrail init --serve` again".into(),
+        );
+        return;
+    };
+    let answers = std::os::unix::net::UnixStream::connect(&socket).is_ok();
+    match (answers, required) {
+        (true, _) => findings.ok(
+            "command",
+            format!(
+                "`{command}` hands each event to sandrail serve at {}, which answers",
+                socket.display()
+            ),
+        ),
+        (false, false) => findings.warn(
+            "command",
+            format!(
+                "sandrail serve does not answer at {}: each event is judged by the local hook instead, which is slower",
+                socket.display()
+            ),
+            "start the service: `systemctl --user enable --now sandrail.service` (macOS: `launchctl bootstrap gui/$(id -u) ~/Library/LaunchAgents/dev.sandrail.serve.plist`), or run `sandrail init --serve` again".into(),
+        ),
+        (false, true) => findings.error(
+            "command",
+            format!(
+                "sandrail serve does not answer at {}, and the hook requires it (SANDRAIL_SERVE_REQUIRED=1): every event is refused",
+                socket.display()
+            ),
+            "start the server".into(),
+        ),
     }
 }
 

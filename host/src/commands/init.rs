@@ -1,4 +1,4 @@
-//! `sandrail init [--harness H] [--http URL] [--dry-run] [--no-sandbox]`:
+//! `sandrail init [--harness H] [--http URL | --serve] [--dry-run] [--no-sandbox]`:
 //! registers sandrail in the harness's project settings (added beside what is
 //! there, never replacing a hook), turns on the harness's OS sandbox with
 //! sandrail's paths out of the agent's reach (what `sandrail protect` does),
@@ -11,6 +11,9 @@
 //! safe as the shell analysis is complete. `--no-sandbox` leaves it off, says
 //! what that leaves open, and records the choice in the config
 //! (`[protect] os_sandbox = false`), so `doctor` warns rather than fails.
+//!
+//! `--serve` also installs the user service running `sandrail serve --user`
+//! ([`service`]) and registers the forwarding hook instead of `sandrail hook`.
 //!
 //! An agent running it gains nothing: it only adds registrations, and the shell
 //! analysis names it among the commands that change sandrail's config, so
@@ -29,6 +32,18 @@ use sandrail::harness::settings::shell_word;
 
 use super::project_dir;
 
+pub mod service;
+
+/// What the harness is given to run for each event.
+pub enum Registering {
+    /// `sandrail hook`, this binary by its path.
+    Command,
+    /// An http hook posting to a running `sandrail serve` at this URL.
+    Http(String),
+    /// The forwarding hook, handing each event to the user service.
+    Served,
+}
+
 /// The starter policy: the embedded default, with escalation and observe mode
 /// shown in comments.
 pub const STARTER: &str = include_str!("../../templates/starter.toml");
@@ -46,7 +61,7 @@ pub const WITHOUT_SANDBOX: &str = "Without the harness's OS sandbox, an agent ru
 
 pub fn run(
     harness: Harness,
-    http: Option<&str>,
+    registering: &Registering,
     dry_run: bool,
     sandbox: bool,
 ) -> anyhow::Result<ExitCode> {
@@ -54,8 +69,32 @@ pub fn run(
     let binary = std::env::current_exe()
         .and_then(|exe| exe.canonicalize())
         .context("cannot tell where this sandrail binary is")?;
-    let command = hook_command(&binary, harness);
+    let service = match registering {
+        Registering::Served if harness != Harness::Claude => bail!(
+            "--serve registers the forwarding hook, which reads Claude Code's payloads; for {} register `sandrail hook --harness {}` with SANDRAIL_SERVE_SOCKET set in front of it (see docs/internals.md)",
+            harness.title(),
+            harness.name()
+        ),
+        Registering::Served => Some(service::Service::plan(&binary)?),
+        _ => None,
+    };
+    // The service's directory first, so that the sandbox planned below keeps
+    // its file from the agent's commands.
+    if let Some(service) = &service
+        && !dry_run
+        && let Some(dir) = service.file.parent()
+    {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let command = match &service {
+        Some(service) => service.command.clone(),
+        None => hook_command(&binary, harness),
+    };
     let settings = harness.settings();
+    let http = match registering {
+        Registering::Http(url) => Some(url.as_str()),
+        _ => None,
+    };
     let hook_for: Box<dyn Fn(&str) -> Value> = match http {
         Some(url) => {
             let Some(hook) = harness.http_hook(url) else {
@@ -204,6 +243,13 @@ pub fn run(
             println!("would write {} — {}:", file.path.display(), file.what);
             print!("{}", file.text);
         }
+        if let Some(service) = &service {
+            println!(
+                "would write {} — the user service running sandrail serve --user, and start it:",
+                service.file.display()
+            );
+            print!("{}", service.text);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     if sandbox_plan.is_some() {
@@ -231,15 +277,29 @@ pub fn run(
         Some(plan) => println!("\n{}", plan.summary()),
         None => println!("\nThe OS sandbox is left off. {WITHOUT_SANDBOX}"),
     }
+    // A service that cannot start leaves events judged by the local hook: the
+    // set-up asked for is not done, and the person hears what is left to do.
+    let served = match &service {
+        Some(service) => match service.install(write) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("sandrail: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        None => ExitCode::SUCCESS,
+    };
     let accepted = accept()?;
     // A sandbox that cannot run here protects nothing: the set-up is not done.
     let ready = sandbox_plan
         .as_ref()
         .map_or(ExitCode::SUCCESS, super::protect::report_readiness);
-    Ok(if ready == ExitCode::SUCCESS {
-        accepted
-    } else {
+    Ok(if ready != ExitCode::SUCCESS {
         ready
+    } else if served != ExitCode::SUCCESS {
+        served
+    } else {
+        accepted
     })
 }
 

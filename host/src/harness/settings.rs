@@ -322,17 +322,23 @@ pub fn hook_dialect(command: &str) -> Option<String> {
 }
 
 /// The words of the `sandrail hook` a hook command line runs.
+///
+/// `sandrail-hook` (the forwarding hook, which judges locally while its server
+/// is down) counts as `sandrail hook` reading Claude Code's payloads.
 fn hook_argv(command: &str) -> Option<Vec<String>> {
     crate::shell::analyse(command)
         .commands
         .into_iter()
         .map(|command| command.argv)
         .find(|argv| {
-            argv.first()
-                .is_some_and(|p| crate::shell::program(p) == "sandrail")
-                && argv.get(1).is_some_and(|a| a == "hook")
+            let program = argv.first().map(|p| crate::shell::program(p));
+            program == Some(FORWARDING_HOOK)
+                || (program == Some("sandrail") && argv.get(1).is_some_and(|a| a == "hook"))
         })
 }
+
+/// The forwarding hook's program name.
+pub const FORWARDING_HOOK: &str = "sandrail-hook";
 
 /// `path` as one shell word.
 pub fn shell_word(path: &str) -> String {
@@ -353,6 +359,15 @@ mod tests {
     #[test]
     fn the_program_of_a_hook_command_is_found() {
         assert_eq!(hook_program("sandrail hook").as_deref(), Some("sandrail"));
+        assert_eq!(
+            hook_program("SANDRAIL_SERVE_SOCKET=/s/x.sock /opt/bin/sandrail-hook").as_deref(),
+            Some("/opt/bin/sandrail-hook")
+        );
+        assert_eq!(
+            hook_dialect("SANDRAIL_SERVE_SOCKET=/s/x.sock /opt/bin/sandrail-hook").as_deref(),
+            Some("claude")
+        );
+        assert_eq!(hook_program("echo sandrail-hook"), None);
         assert_eq!(
             hook_program("/opt/bin/sandrail hook --harness codex").as_deref(),
             Some("/opt/bin/sandrail")
