@@ -354,14 +354,30 @@ pub fn homes() -> Vec<PathBuf> {
 
 /// The file the user service running `sandrail serve --user` is described in
 /// (`sandrail init --serve` writes it): a systemd user unit, or a launchd agent
-/// on macOS. Whoever rewrites it chooses what answers the forwarding hook, so
-/// the OS sandbox keeps it from the agent's commands.
+/// on macOS.
 pub fn user_service_file() -> Option<PathBuf> {
     if cfg!(target_os = "macos") {
         return home().map(|h| h.join("Library/LaunchAgents/dev.sandrail.serve.plist"));
     }
-    let config = from_env("XDG_CONFIG_HOME").or_else(|| home().map(|h| h.join(".config")))?;
-    Some(config.join("systemd/user/sandrail.service"))
+    Some(user_config_dir()?.join("systemd/user/sandrail.service"))
+}
+
+/// What decides how the user service runs, so what the OS sandbox and
+/// self-protection keep from the agent's commands: whoever changes it chooses
+/// what answers the forwarding hook. On Linux all of the user's systemd
+/// configuration (the unit, its drop-ins, `user.control`) and the environment
+/// the user manager gives services; on macOS the agent's file.
+pub fn user_service_places() -> Vec<PathBuf> {
+    if cfg!(target_os = "macos") {
+        return user_service_file().into_iter().collect();
+    }
+    user_config_dir()
+        .map(|config| vec![config.join("systemd"), config.join("environment.d")])
+        .unwrap_or_default()
+}
+
+fn user_config_dir() -> Option<PathBuf> {
+    from_env("XDG_CONFIG_HOME").or_else(|| home().map(|h| h.join(".config")))
 }
 
 /// The user's home directory, from `HOME`.

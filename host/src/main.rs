@@ -402,7 +402,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             user,
         } => {
             let socket = match (user, socket) {
-                (true, None) => Some(commands::init::service::user_socket()?),
+                (true, None) => Some(commands::init::service::prepared_user_socket()?),
                 (_, socket) => socket,
             };
             commands::serve::run(listen, socket, socket_mode, system)

@@ -150,13 +150,14 @@ pub fn kept_paths(configs: &[&Config], places: &Places) -> Vec<Kept> {
     for binary in &places.binaries {
         add(binary.clone(), false);
     }
-    // The user service's file where its directory is there (`init --serve`
-    // makes it before the sandbox is planned): one file, kept even before it is
-    // written, so the agent can neither rewrite nor plant it.
-    if let Some(service) = crate::locations::user_service_file()
-        && service.parent().is_some_and(Path::is_dir)
-    {
-        add(service, false);
+    // What decides how the user service runs, where it is there (`init
+    // --serve` makes it before the sandbox is planned).
+    for place in crate::locations::user_service_places() {
+        if place.is_dir() {
+            add(place, true);
+        } else if place.is_file() {
+            add(place, false);
+        }
     }
     kept
 }

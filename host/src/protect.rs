@@ -138,10 +138,10 @@ impl Protected {
             );
             add(binary, "the sandrail binary".into());
         }
-        // Whoever rewrites the user service chooses what answers the forwarding
+        // Whoever changes the user service chooses what answers the forwarding
         // hook.
-        if let Some(service) = crate::locations::user_service_file() {
-            add(service, "sandrail's user service".into());
+        for place in crate::locations::user_service_places() {
+            add(place, "what runs sandrail's user service".into());
         }
         let project = places.project.or(places.cwd);
         if let Some(project) = project {

@@ -765,6 +765,8 @@ fn init_serve_installs_the_user_service_and_registers_the_forwarding_hook() {
             .args(["init", "--serve"]);
         Run(cmd.output().expect("init --serve"))
     };
+    // A project set up with the command hook first: --serve switches it.
+    assert!(project.init(&[]).ok());
     let run = init("0");
     assert!(run.ok(), "{}\n{}", run.stdout(), run.stderr());
     let socket = project.state_dir().join("sandrail-serve.sock");
@@ -799,21 +801,31 @@ fn init_serve_installs_the_user_service_and_registers_the_forwarding_hook() {
     assert!(
         shared["sandbox"]["filesystem"]["denyWrite"]
             .as_array()
-            .is_some_and(|denied| denied.iter().any(|d| d
-                .as_str()
-                .is_some_and(|d| d.ends_with(".config/systemd/user/sandrail.service")))),
+            .is_some_and(|denied| denied
+                .iter()
+                .any(|d| d.as_str().is_some_and(|d| d.ends_with(".config/systemd")))),
         "{shared}"
     );
-    let rewrite = project.hook(&bash(
-        "s0",
-        &format!("echo 'ExecStart=/tmp/yes' > {}", unit_path.display()),
-    ));
-    assert!(
-        rewrite.answer().to_string().contains("deny"),
-        "{}\n{}",
-        rewrite.stdout(),
-        rewrite.stderr()
-    );
+    let drop_in = unit_path.with_extension("service.d");
+    for rewrite in [
+        format!("echo 'ExecStart=/tmp/yes' > {}", unit_path.display()),
+        format!(
+            "mkdir -p {0} && printf '[Service]\\nExecStart=\\nExecStart=/tmp/yes\\n' > {0}/zz.conf",
+            drop_in.display()
+        ),
+        format!(
+            "echo SANDRAIL_STATE_DIR=/tmp/fresh > {}/.config/environment.d/sandrail.conf",
+            project.root.path().display()
+        ),
+    ] {
+        let refused = project.hook(&bash("s0", &rewrite));
+        assert!(
+            refused.answer().to_string().contains("deny"),
+            "{rewrite}: {}\n{}",
+            refused.stdout(),
+            refused.stderr()
+        );
+    }
     let asked_for = std::fs::read_to_string(&asked).expect("systemctl was run");
     assert_eq!(
         asked_for,
@@ -823,10 +835,19 @@ fn init_serve_installs_the_user_service_and_registers_the_forwarding_hook() {
         &std::fs::read(project.dir().join(".claude/settings.local.json")).expect("settings"),
     )
     .expect("JSON");
-    let command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-        .as_str()
-        .expect("a command")
-        .to_owned();
+    let commands: Vec<&str> = settings["hooks"]["PreToolUse"]
+        .as_array()
+        .expect("PreToolUse hooks")
+        .iter()
+        .flat_map(|group| group["hooks"].as_array().into_iter().flatten())
+        .filter_map(|hook| hook["command"].as_str())
+        .collect();
+    assert_eq!(
+        commands.len(),
+        1,
+        "one registration, switched: {commands:?}"
+    );
+    let command = commands[0].to_owned();
     assert_eq!(
         command,
         format!(

@@ -143,12 +143,20 @@ fn exchange(
 }
 
 /// What is left of the time, or the error a socket gives when it runs out.
+/// Under a millisecond counts as none: a socket timeout that rounds to zero
+/// would mean no timeout at all.
 fn left(deadline: Instant) -> std::io::Result<Duration> {
     let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
+    if left < Duration::from_millis(1) {
         return Err(ErrorKind::TimedOut.into());
     }
     Ok(left)
+}
+
+/// Whether something accepts connections at `socket` within `wait`: what
+/// `doctor` asks, without waiting on a listener whose queue is full.
+pub fn accepts(socket: &Path, wait: Duration) -> bool {
+    connect(socket, Instant::now() + wait).is_ok()
 }
 
 /// Connects, waiting for room in a listener's queue no longer than the deadline

@@ -489,7 +489,23 @@ fn check_command(
     // The forwarding hook must be the one installed beside this binary: it runs
     // `sandrail hook` from beside itself while the server is down.
     let expected = match this {
-        Some(this) if forwards => this.with_file_name(FORWARDING_HOOK).canonicalize().ok(),
+        Some(this) if forwards => {
+            let beside = this.with_file_name(FORWARDING_HOOK);
+            match beside.canonicalize() {
+                Ok(beside) => Some(beside),
+                Err(_) => {
+                    findings.error(
+                        "command",
+                        format!(
+                            "`{command}` runs a forwarding hook, but none is installed beside this binary ({}): the one it runs judges by another sandrail while the server is down",
+                            beside.display()
+                        ),
+                        "install sandrail-hook beside sandrail (`cargo install --path host` does both), then run `sandrail init --serve` again".into(),
+                    );
+                    return;
+                }
+            }
+        }
         this => this.map(Path::to_path_buf),
     };
     match expected {
@@ -502,14 +518,14 @@ fn check_command(
             ),
             fix,
         ),
-        _ if forwards => check_server(command, findings),
+        _ if forwards => check_server(command, project, findings),
         _ => findings.ok("command", format!("`{command}` runs this binary")),
     }
 }
 
 /// The server a forwarding hook hands its events to: one that does not answer
 /// costs each event the start of a local hook, never its judgement.
-fn check_server(command: &str, findings: &mut Findings) {
+fn check_server(command: &str, project: &Path, findings: &mut Findings) {
     let Some((socket, required)) = sandrail::managed::forwarding_hook(command) else {
         findings.warn(
             "command",
@@ -518,7 +534,17 @@ fn check_server(command: &str, findings: &mut Findings) {
         );
         return;
     };
-    let answers = std::os::unix::net::UnixStream::connect(&socket).is_ok();
+    if socket.is_relative() || locations::canonical(&socket).starts_with(project) {
+        findings.error(
+            "command",
+            format!(
+                "`{command}` hands events to a socket by a relative path or inside the project, where the agent can put a server of its own"
+            ),
+            "run `sandrail init --serve`: it registers the socket in your state directory".into(),
+        );
+        return;
+    }
+    let answers = sandrail::forward::accepts(&socket, std::time::Duration::from_secs(1));
     match (answers, required) {
         (true, _) => findings.ok(
             "command",

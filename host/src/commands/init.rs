@@ -129,6 +129,18 @@ pub fn run(
     } else {
         shared.clone()
     };
+    // Switching between the command hook and the forwarding hook replaces this
+    // binary's other registration rather than keeping both.
+    let other = match &service {
+        Some(_) => Some(hook_command(&binary, harness)),
+        None if harness == Harness::Claude => service::Service::plan(&binary)
+            .ok()
+            .map(|served| served.command),
+        None => None,
+    };
+    if let Some(other) = other.filter(|other| *other != command) {
+        settings.unregister(&mut doc, &other);
+    }
     let registered = settings
         .register(&mut doc, separate.then_some(&shared), &*hook_for)
         .map_err(|e| {

@@ -24,13 +24,14 @@ const SOCKET_NAME: &str = "sandrail-serve.sock";
 /// The most bytes a Unix socket's path may have (`sun_path`, less its NUL).
 const MAX_SOCKET_PATH: usize = 103;
 
-/// The variables that decide where sandrail keeps its state, cache and config:
-/// the service is given the values `init` sees, so the server and the local
-/// hook it stands in for keep the same records.
-const PLACE_VARS: [&str; 6] = [
+/// The variables that decide where sandrail keeps its state and cache: the
+/// service is given the values `init` sees, so the server and the local hook it
+/// stands in for keep the same records. Not `SANDRAIL_CONFIG`: the server finds
+/// each event's project config as the local hook does, and one config baked
+/// into it for every project would judge them apart.
+const PLACE_VARS: [&str; 5] = [
     "SANDRAIL_STATE_DIR",
     "SANDRAIL_CACHE_DIR",
-    "SANDRAIL_CONFIG",
     "XDG_STATE_HOME",
     "XDG_CACHE_HOME",
     "HOME",
@@ -41,14 +42,23 @@ const PLACE_VARS: [&str; 6] = [
 pub fn user_socket() -> anyhow::Result<PathBuf> {
     let state = sandrail::locations::state_dir_from_env()
         .context("no state directory for the server's socket: set SANDRAIL_STATE_DIR or HOME")?;
-    sandrail::locations::create_private_dir(&state)
-        .with_context(|| format!("cannot create the state directory {}", state.display()))?;
     let socket = state.join(SOCKET_NAME);
     if socket.as_os_str().len() > MAX_SOCKET_PATH {
         bail!(
             "{} is longer than a Unix socket's path may be ({MAX_SOCKET_PATH} bytes); name a shorter one with --socket",
             socket.display()
         );
+    }
+    Ok(socket)
+}
+
+/// [`user_socket`], with its directory made (the user's alone) for the server
+/// to bind in.
+pub fn prepared_user_socket() -> anyhow::Result<PathBuf> {
+    let socket = user_socket()?;
+    if let Some(dir) = socket.parent() {
+        sandrail::locations::create_private_dir(dir)
+            .with_context(|| format!("cannot create the state directory {}", dir.display()))?;
     }
     Ok(socket)
 }
@@ -82,12 +92,20 @@ impl Service {
             );
         }
         let socket = user_socket()?;
+        // A line break would start a directive of its own in the unit.
+        let controlled = |text: &str| text.chars().any(char::is_control);
+        if controlled(&sandrail.to_string_lossy()) || controlled(&socket.to_string_lossy()) {
+            bail!(
+                "the binary's or the socket's path holds a control character: it cannot be written into a service file"
+            );
+        }
         let environment: Vec<(&str, String)> = PLACE_VARS
             .iter()
             .filter_map(|name| {
                 let value = std::env::var_os(name)?;
                 let value = value.to_str()?.to_owned();
-                (!value.is_empty()).then_some((*name, value))
+                (!value.is_empty() && !value.chars().any(char::is_control))
+                    .then_some((*name, value))
             })
             .collect();
         let file = sandrail::locations::user_service_file()
@@ -111,12 +129,17 @@ impl Service {
         } else {
             let environment = environment
                 .iter()
-                .map(|(name, value)| format!("Environment=\"{name}={}\"", unit_text(value)))
+                .map(|(name, value)| {
+                    format!("Environment=\"{name}={}\"", unit_quoted(value, false))
+                })
                 .collect::<Vec<_>>()
                 .join("\n");
             let text = SYSTEMD_UNIT
-                .replace("@SANDRAIL@", &unit_text(&sandrail.to_string_lossy()))
-                .replace("@SOCKET@", &unit_text(&socket.to_string_lossy()))
+                .replace(
+                    "@SANDRAIL@",
+                    &unit_quoted(&sandrail.to_string_lossy(), true),
+                )
+                .replace("@SOCKET@", &unit_quoted(&socket.to_string_lossy(), true))
                 .replace("@ENVIRONMENT@", &environment);
             (Manager::Systemd, text)
         };
@@ -215,12 +238,18 @@ fn current_uid() -> anyhow::Result<u32> {
 }
 
 /// Text inside a double-quoted word of a systemd unit: quotes, backslashes and
-/// the specifier sign escaped.
-fn unit_text(text: &str) -> String {
-    text.replace('\\', "\\\\")
+/// the specifier sign escaped, and `$` where the line expands variables
+/// (`ExecStart=` does, `Environment=` does not).
+fn unit_quoted(text: &str, expands: bool) -> String {
+    let quoted = text
+        .replace('\\', "\\\\")
         .replace('"', "\\\"")
-        .replace('%', "%%")
-        .replace('$', "$$")
+        .replace('%', "%%");
+    if expands {
+        quoted.replace('$', "$$")
+    } else {
+        quoted
+    }
 }
 
 fn xml_text(text: &str) -> String {
@@ -235,7 +264,11 @@ mod tests {
 
     #[test]
     fn a_path_stays_one_word_in_a_unit_and_a_plist() {
-        assert_eq!(unit_text(r#"/a b/"q"%$x\y"#), r#"/a b/\"q\"%%$$x\\y"#);
+        assert_eq!(
+            unit_quoted(r#"/a b/"q"%$x\y"#, true),
+            r#"/a b/\"q\"%%$$x\\y"#
+        );
+        assert_eq!(unit_quoted("/a$b", false), "/a$b");
         assert_eq!(xml_text("/a&b/<c>"), "/a&amp;b/&lt;c&gt;");
     }
 }
