@@ -112,10 +112,9 @@ fn exchange(
 ) -> Result<Relayed, ForwardError> {
     let failed = |source: std::io::Error, connecting: bool| {
         let socket = socket.to_owned();
+        // Every wait is bounded by the deadline alone: one that timed out is it.
         match source.kind() {
-            ErrorKind::WouldBlock | ErrorKind::TimedOut if Instant::now() >= deadline => {
-                ForwardError::Deadline(socket)
-            }
+            ErrorKind::WouldBlock | ErrorKind::TimedOut => ForwardError::Deadline(socket),
             _ if connecting => ForwardError::Connect { socket, source },
             _ => ForwardError::Exchange { socket, source },
         }
@@ -153,6 +152,13 @@ fn left(deadline: Instant) -> std::io::Result<Duration> {
     Ok(left)
 }
 
+fn is_retried(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut
+    )
+}
+
 /// Whether something accepts connections at `socket` within `wait`: what
 /// `doctor` asks, without waiting on a listener whose queue is full.
 pub fn accepts(socket: &Path, wait: Duration) -> bool {
@@ -174,7 +180,8 @@ fn send(mut stream: &Socket, mut bytes: &[u8], deadline: Instant) -> std::io::Re
         match stream.write(bytes) {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),
             Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            // Woken early, or by a signal: the next turn waits what is left.
+            Err(e) if is_retried(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -196,7 +203,7 @@ fn receive(mut stream: &Socket, deadline: Instant) -> std::io::Result<Vec<u8>> {
                     return Ok(raw);
                 }
             }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if is_retried(&e) => {}
             Err(e) => return Err(e),
         }
     }
