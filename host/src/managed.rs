@@ -180,6 +180,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_forwarding_hooks_socket_is_read_as_the_shell_reads_it() {
+        assert_eq!(
+            forwarding_hook("SANDRAIL_SERVE_SOCKET='/a b/it'\\''s.sock' /bin/sandrail-hook"),
+            Some((PathBuf::from("/a b/it's.sock"), false))
+        );
+        assert_eq!(
+            forwarding_hook(
+                "SANDRAIL_SERVE_REQUIRED=1 SANDRAIL_SERVE_SOCKET=\"/run/x y.sock\" sandrail hook"
+            ),
+            Some((PathBuf::from("/run/x y.sock"), true))
+        );
+        assert_eq!(forwarding_hook("/bin/sandrail-hook"), None);
+        assert_eq!(
+            forwarding_hook("echo SANDRAIL_SERVE_SOCKET=/s sandrail-hook"),
+            None
+        );
+    }
+
+    #[test]
     fn a_path_is_judged_by_every_directory_on_the_way() {
         // Running as root, a fresh directory is root's; as anyone else it is not.
         let me_root = std::fs::metadata("/proc/self")
@@ -309,24 +328,24 @@ pub fn forwarding_hook(command: &str) -> Option<(PathBuf, bool)> {
                 || (program == Some("sandrail") && argv.get(1).is_some_and(|a| a == "hook"))
         })?;
     let program = argv.first()?;
-    // The assignments in front of the program, as the shell reads them.
+    // The assignments in front of the program, as the shell reads them: the
+    // line's words as the one shell analysis unquotes them, read as the
+    // arguments of a command put in front.
+    let words = crate::shell::analyse(&format!("printf {command}"))
+        .commands
+        .into_iter()
+        .find(|c| c.argv.first().is_some_and(|p| p == "printf"))?
+        .argv;
     let mut socket = None;
     let mut required = false;
-    for word in command.split_whitespace() {
-        if word.ends_with(program.as_str()) {
+    for word in words.iter().skip(1) {
+        if word == program {
             break;
         }
-        if let Some(value) = word
-            .strip_prefix(crate::forward::SOCKET_VAR)
-            .and_then(|w| w.strip_prefix('='))
-        {
-            socket = Some(PathBuf::from(value.trim_matches(['\'', '"'])));
-        }
-        if let Some(value) = word
-            .strip_prefix(crate::forward::REQUIRED_VAR)
-            .and_then(|w| w.strip_prefix('='))
-        {
-            required = value.trim_matches(['\'', '"']) == "1";
+        match word.split_once('=') {
+            Some((crate::forward::SOCKET_VAR, value)) => socket = Some(PathBuf::from(value)),
+            Some((crate::forward::REQUIRED_VAR, value)) => required = value == "1",
+            _ => {}
         }
     }
     Some((socket?, required))
