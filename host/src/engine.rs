@@ -55,6 +55,8 @@ impl Engine {
 
     /// The engine of a long-lived process: the runtime starts now.
     pub fn resident(places: Places) -> wasmtime::Result<Engine> {
+        // Each session's events are judged by the same policy: parse it once.
+        crate::policy::manifest::keep_loaded();
         let cache = places.cache();
         Ok(Engine {
             resident: Some(Box::new(Runtime::resident(cache)?)),

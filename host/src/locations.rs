@@ -250,8 +250,7 @@ fn trusted(dir: PathBuf, what: &str, repairs: &mut Vec<String>) -> Option<PathBu
         let Ok(meta) = std::fs::metadata(&dir) else {
             return Some(dir);
         };
-        // The process's own uid, without unsafe code: /proc/self is owned by it.
-        let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+        let me = current_uid();
         if me.is_some_and(|me| meta.uid() != me) {
             eprintln!(
                 "sandrail: the {what} {} is owned by uid {}, not by this user, so it is not used; point sandrail elsewhere",
@@ -378,6 +377,14 @@ pub fn user_service_places() -> Vec<PathBuf> {
 
 fn user_config_dir() -> Option<PathBuf> {
     from_env("XDG_CONFIG_HOME").or_else(|| home().map(|h| h.join(".config")))
+}
+
+/// The process's own uid, without unsafe code: `/proc/self` is owned by it.
+/// `None` where there is no `/proc`.
+pub fn current_uid() -> Option<u32> {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .ok()
 }
 
 /// The user's home directory, from `HOME`.

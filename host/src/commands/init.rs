@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use sandrail::config::{CONFIG_FILE, Config, Located};
 use sandrail::harness::Harness;
-use sandrail::harness::settings::shell_word;
+use sandrail::harness::settings::{FORWARDING_HOOK, shell_word};
 
 use super::project_dir;
 
@@ -133,9 +133,9 @@ pub fn run(
     // binary's other registration rather than keeping both.
     let other = match &service {
         Some(_) => Some(hook_command(&binary, harness)),
-        None if harness == Harness::Claude => service::Service::plan(&binary)
-            .ok()
-            .map(|served| served.command),
+        None if harness == Harness::Claude => service::user_socket().ok().map(|socket| {
+            service::forwarding_command(&binary.with_file_name(FORWARDING_HOOK), &socket)
+        }),
         None => None,
     };
     if let Some(other) = other.filter(|other| *other != command) {

@@ -45,8 +45,7 @@ pub fn run(
 /// of its own, root's policy is root's alone and can be used, and its state and
 /// cache are its own.
 fn system_places() -> anyhow::Result<managed::System> {
-    let me = std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+    let me = locations::current_uid()
         .context("cannot tell which user this process runs as (/proc/self)")?;
     if me == 0 {
         bail!(

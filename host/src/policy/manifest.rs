@@ -18,6 +18,8 @@ use super::blobs::Blobs;
 
 mod loaded;
 
+pub use loaded::keep as keep_loaded;
+
 /// The most bytes of components and data one capture reads.
 const MAX_POLICY_BYTES: u64 = 256 << 20;
 

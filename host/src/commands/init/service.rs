@@ -52,6 +52,17 @@ pub fn user_socket() -> anyhow::Result<PathBuf> {
     Ok(socket)
 }
 
+/// The forwarding hook's command line for the user service: what `init
+/// --serve` registers, and what `init` without it replaces.
+pub fn forwarding_command(forwarder: &Path, socket: &Path) -> String {
+    format!(
+        "{}={} {}",
+        sandrail::forward::SOCKET_VAR,
+        shell_word(&socket.to_string_lossy()),
+        shell_word(&forwarder.to_string_lossy())
+    )
+}
+
 /// [`user_socket`], with its directory made (the user's alone) for the server
 /// to bind in.
 pub fn prepared_user_socket() -> anyhow::Result<PathBuf> {
@@ -143,12 +154,7 @@ impl Service {
                 .replace("@ENVIRONMENT@", &environment);
             (Manager::Systemd, text)
         };
-        let command = format!(
-            "{}={} {}",
-            sandrail::forward::SOCKET_VAR,
-            shell_word(&socket.to_string_lossy()),
-            shell_word(&forwarder.to_string_lossy())
-        );
+        let command = forwarding_command(&forwarder, &socket);
         Ok(Service {
             manager,
             file,
@@ -224,16 +230,19 @@ fn words(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| (*w).to_owned()).collect()
 }
 
+/// This process's uid: from `/proc` where there is one, else from `id -u`
+/// (macOS).
 fn current_uid() -> anyhow::Result<u32> {
-    std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
-        .or_else(|_| {
-            let out = Command::new("id").arg("-u").output()?;
-            String::from_utf8_lossy(&out.stdout)
-                .trim()
-                .parse()
-                .map_err(std::io::Error::other)
-        })
+    if let Some(uid) = sandrail::locations::current_uid() {
+        return Ok(uid);
+    }
+    let out = Command::new("id")
+        .arg("-u")
+        .output()
+        .context("cannot tell which user this is")?;
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
         .context("cannot tell which user this is")
 }
 

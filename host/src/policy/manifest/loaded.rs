@@ -1,6 +1,7 @@
 //! The configs manifests were loaded into, kept for the life of the process.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
@@ -16,6 +17,16 @@ type Key = [u8; 32];
 
 static LOADED: Mutex<Option<HashMap<Key, Arc<Config>>>> = Mutex::new(None);
 
+/// Whether this process keeps what it loaded: a resident server does; the
+/// one-shot hook loads one policy and exits, so keeping it would only cost it
+/// a hash and a copy.
+static KEEPING: AtomicBool = AtomicBool::new(false);
+
+/// From now on, loaded policies are kept for the life of the process.
+pub fn keep() {
+    KEEPING.store(true, Ordering::Relaxed);
+}
+
 /// `manifest`'s config: kept from an earlier load, or loaded now by `load` and
 /// kept. Only what loaded is kept: a failure is tried again next time.
 pub(super) fn get_or_load(
@@ -23,6 +34,9 @@ pub(super) fn get_or_load(
     blobs: &Blobs,
     load: impl FnOnce(&Manifest, &Blobs) -> Result<Config, LoadError>,
 ) -> Result<Config, LoadError> {
+    if !KEEPING.load(Ordering::Relaxed) {
+        return load(manifest, blobs);
+    }
     let key = key_of(manifest, blobs);
     if let Some(key) = &key
         && let Some(config) = kept().as_ref().and_then(|loaded| loaded.get(key).cloned())
@@ -64,6 +78,7 @@ mod tests {
 
     #[test]
     fn a_policy_is_loaded_once_and_a_failure_is_tried_again() {
+        keep();
         let dir = tempfile::tempdir().expect("temp dir");
         let blobs = Blobs::new(dir.path());
         let manifest = Manifest {
