@@ -1,7 +1,8 @@
 //! Evaluation: runs the guardrails an event matches and combines their verdicts.
 //!
 //! Guardrails run in config order (after `requires`), each in its own sandbox, all
-//! inside one state transaction that is committed once at the end. The first
+//! inside one state transaction, handed back to be committed once ([`Unsaved`]):
+//! before the answer by the one-shot hook, after it by the server. The first
 //! refusal ends the chain: later guardrails do not see (or count) an event that is
 //! not going to happen. A guardrail that fails (trap, timeout, memory, fuel,
 //! malformed verdict) is plumbing: it is reported on stderr by name, and its
@@ -69,7 +70,7 @@ pub fn evaluate(
     dirs: &Dirs,
     engine: &Engine,
     deadline: Deadline,
-) -> Decision {
+) -> (Decision, Unsaved) {
     let mut decision = Decision::default();
     confirm_asked(input, config, dirs);
     let prepared = select(input, config, dirs, engine, &mut decision);
@@ -86,7 +87,7 @@ pub fn evaluate(
         stopping,
     } = duties;
     if prepared.is_empty() && !duties.any() {
-        return decision;
+        return (decision, Unsaved::nothing());
     }
 
     // The turn and the facts need no state: worked out before the session is held,
@@ -107,9 +108,9 @@ pub fn evaluate(
     let protection = guarding
         .then(|| self_protection(input, config, dirs, &facts))
         .flatten();
-    let mut decision = 'judged: {
+    let (mut decision, unsaved) = 'judged: {
         if prepared.is_empty() && !duties.besides_guarding() {
-            break 'judged decision;
+            break 'judged (decision, Unsaved::nothing());
         }
         if stopping && turn.is_none() {
             eprintln!(
@@ -156,7 +157,7 @@ pub fn evaluate(
         if !prepared.is_empty() {
             match make_ready(engine, dirs, &prepared, &leaving, config, &mut decision) {
                 Some(made) => ready = Some(made),
-                None => break 'judged decision,
+                None => break 'judged (decision, Unsaved::nothing()),
             }
         }
         let Held {
@@ -192,15 +193,14 @@ pub fn evaluate(
                 stop::settle(&mut txn, &mut decision, input, turn.as_ref(), config);
             }
             advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
-            commit(txn, &mut decision, config);
-            break 'judged decision;
+            break 'judged (decision, Unsaved::of(txn, Vec::new(), now));
         }
 
         let (runtime, loaded) = match ready {
             Some(made) => made,
             None => match make_ready(engine, dirs, &prepared, &leaving, config, &mut decision) {
                 Some(made) => made,
-                None => break 'judged decision,
+                None => break 'judged (decision, Unsaved::nothing()),
             },
         };
 
@@ -266,21 +266,66 @@ pub fn evaluate(
             &mut decision,
         );
         advance_session(&mut txn, session_facts, &facts, &decision, counting, config);
-        let committed = commit(txn, &mut decision, config);
-        // An override is on the trail only once the state that recorded it is saved.
-        if committed {
-            write_trail(input, dirs, now, overrides, audit::Detected::Reinvocation);
-        }
         if runtime::leaves_teardown_to_exit() && runtime.is_own() {
             std::mem::forget(loaded);
             std::mem::forget(runtime);
         }
-        decision
+        (decision, Unsaved::of(txn, overrides, now))
     };
     if let Some(reason) = protection {
         refuse_as_protection(&mut decision, &reason);
     }
-    decision
+    (decision, unsaved)
+}
+
+/// What an event leaves once it is decided: its state transaction, still
+/// holding the session, and the overrides that go on the project's trail once
+/// that state is saved. The one-shot hook saves it before it answers; the
+/// server answers first and saves it before the session's next event
+/// ([`crate::hook`]).
+#[must_use = "an event's state is lost unless it is saved"]
+pub struct Unsaved {
+    txn: Option<StateTxn>,
+    overrides: Vec<(String, String, u64)>,
+    now: u64,
+}
+
+impl Unsaved {
+    fn nothing() -> Unsaved {
+        Unsaved {
+            txn: None,
+            overrides: Vec::new(),
+            now: 0,
+        }
+    }
+
+    fn of(txn: Option<StateTxn>, overrides: Vec<(String, String, u64)>, now: u64) -> Unsaved {
+        Unsaved {
+            txn,
+            overrides,
+            now,
+        }
+    }
+
+    /// Commits the event's state, releasing its session, then puts its
+    /// overrides on the trail (only once the state that recorded them is
+    /// saved). A commit that fails loses what the guardrails recorded: why.
+    /// Once: what is saved is gone from here.
+    pub fn save(&mut self, input: &HookInput, dirs: &Dirs) -> Result<(), String> {
+        let Some(txn) = self.txn.take() else {
+            return Ok(());
+        };
+        txn.commit()
+            .map_err(|e| format!("the state of this event could not be saved: {e}"))?;
+        write_trail(
+            input,
+            dirs,
+            self.now,
+            std::mem::take(&mut self.overrides),
+            audit::Detected::Reinvocation,
+        );
+        Ok(())
+    }
 }
 
 /// Self-protection's verdict, after the guardrails': a call that also breaks a
@@ -988,21 +1033,6 @@ fn transit(
     }
 }
 
-/// Commits the event's state; false when there was none or it was lost.
-fn commit(txn: Option<StateTxn>, decision: &mut Decision, config: &Config) -> bool {
-    match txn {
-        Some(txn) => match txn.commit() {
-            Ok(()) => true,
-            Err(e) => {
-                let why = format!("the state of this event could not be saved: {e}");
-                report_lost_state(decision, config, &why);
-                false
-            }
-        },
-        None => false,
-    }
-}
-
 /// Adds the `session` and `case` namespaces from the session's state. Without the
 /// state they stay absent, so rules that read them fail rather than pass.
 fn add_costly_facts(
@@ -1129,7 +1159,7 @@ fn confirm_asked(input: &HookInput, config: &Config, dirs: &Dirs) {
 
 /// What the guardrails recorded for this event is lost: say so, and let the failure
 /// policy decide whether the event may still proceed.
-fn report_lost_state(decision: &mut Decision, config: &Config, why: &str) {
+pub fn report_lost_state(decision: &mut Decision, config: &Config, why: &str) {
     eprintln!(
         "sandrail: {why}; what the guardrails recorded for this event is lost{}",
         match config.on_error {

@@ -45,23 +45,182 @@ pub fn run(stdin: impl Read, origin: &Origin, engine: &Engine, started: Instant)
     judge(HookInput::read(stdin), origin, engine, started)
 }
 
-/// Judges a payload already read (as `sandrail serve` reads it, to know its
-/// session before its turn), as [`run`] does.
+/// Judges a payload already read, as [`run`] does: the event's state and
+/// receipt are saved before it is answered, and a failure to save them is this
+/// event's (`on_error` decides its answer).
 pub fn judge(
     read: Result<HookInput, PayloadError>,
     origin: &Origin,
     engine: &Engine,
     started: Instant,
 ) -> Outcome {
+    match decide(read, origin, engine, started, Owed::default()) {
+        Decided::Done(outcome) => outcome,
+        Decided::Unsaved(event) => event.save_then_answer(),
+    }
+}
+
+/// Judges a payload as `sandrail serve` does, answering before the event's
+/// state is committed and its receipt written: the caller hands the answer to
+/// the harness, then [`Unsettled::settle`]s the event before the session's
+/// next one is judged, so counts and the receipts' chain stay exact. What
+/// settling owes the next event (a failure, an alert) comes in as `owed`.
+pub fn judge_answering_first<'e>(
+    read: Result<HookInput, PayloadError>,
+    origin: &Origin,
+    engine: &'e Engine,
+    started: Instant,
+    owed: Owed,
+) -> (Outcome, Option<Unsettled<'e>>) {
+    match decide(read, origin, engine, started, owed) {
+        Decided::Done(outcome) => (outcome, None),
+        Decided::Unsaved(event) => {
+            let outcome = event.answer();
+            (outcome, Some(Unsettled(event)))
+        }
+    }
+}
+
+/// An event decided: answered already (nothing of it is left to save), or with
+/// its state and receipt still to save.
+enum Decided<'e> {
+    Done(Outcome),
+    Unsaved(Box<UnsavedEvent<'e>>),
+}
+
+/// A decided event whose state and receipt are not saved yet.
+struct UnsavedEvent<'e> {
+    input: HookInput,
+    config: Config,
+    dirs: Dirs,
+    policy: Option<String>,
+    decision: protocol::Decision,
+    unsaved: evaluate::Unsaved,
+    engine: &'e Engine,
+}
+
+impl UnsavedEvent<'_> {
+    /// The one-shot hook's order: saved, then answered, so the answer says
+    /// what could not be saved.
+    fn save_then_answer(mut self: Box<Self>) -> Outcome {
+        if let Err(why) = self.unsaved.save(&self.input, &self.dirs) {
+            evaluate::report_lost_state(&mut self.decision, &self.config, &why);
+        }
+        if self.receipt_due()
+            && let Err(why) = self.write_receipt()
+        {
+            evaluate::host_failure(&mut self.decision, &self.config, &why);
+        }
+        self.answer()
+    }
+
+    /// The answer to what was decided.
+    fn answer(&self) -> Outcome {
+        let kind = self.input.kind;
+        if !self.decision.refusals.is_empty() && !protocol::can_refuse(kind) {
+            eprintln!(
+                "sandrail: {kind} cannot be refused; the refusal is shown to the user instead"
+            );
+        }
+        Outcome {
+            answer: protocol::render(kind, &self.decision).map(|answer| answer.to_string()),
+            ..Outcome::default()
+        }
+    }
+
+    /// Whether the event leaves a receipt: a guardrail or sandrail judged it,
+    /// or the person was told something.
+    fn receipt_due(&self) -> bool {
+        !self.decision.trace.guardrails.is_empty()
+            || self.decision.trace.host_refused
+            || !self.decision.alerts.is_empty()
+    }
+
+    fn write_receipt(&mut self) -> Result<(), String> {
+        write_receipt(
+            &self.input,
+            &self.config,
+            &self.dirs,
+            self.policy.clone(),
+            &mut self.decision,
+            self.engine,
+        )
+    }
+}
+
+/// An event answered by the server, whose state and receipt are saved next.
+pub struct Unsettled<'e>(Box<UnsavedEvent<'e>>);
+
+impl Unsettled<'_> {
+    /// Commits the event's state and writes its receipt, which records the
+    /// answer given. What could not be saved is said on stderr and in the
+    /// receipt, and owed to the session's next event: its answer says so, and
+    /// under `on_error = "deny"` it is refused, as this one would have been
+    /// had it waited.
+    pub fn settle(self) -> Owed {
+        let mut event = self.0;
+        let mut owed = Owed::default();
+        if let Err(why) = event.unsaved.save(&event.input, &event.dirs) {
+            eprintln!(
+                "sandrail: {why}; what the guardrails recorded for this event is lost, after its answer: the session's next event hears of it"
+            );
+            event.decision.alerts.push(format!("sandrail: {why}"));
+            owed.failures.push(why);
+        }
+        let told = event.decision.alerts.len();
+        if event.receipt_due() {
+            if let Err(why) = event.write_receipt() {
+                owed.failures.push(why);
+            }
+            owed.alerts.extend(event.decision.alerts.drain(told..));
+        }
+        owed
+    }
+}
+
+/// What an event settled after its answer leaves for its session's next
+/// event: failures to save it, and what the person must still hear.
+#[derive(Debug, Default)]
+pub struct Owed {
+    failures: Vec<String>,
+    alerts: Vec<String>,
+}
+
+impl Owed {
+    pub fn is_empty(&self) -> bool {
+        self.failures.is_empty() && self.alerts.is_empty()
+    }
+
+    /// Charges it to `decision`, the session's next event: the alerts are
+    /// said, and each failure is one of sandrail's own, which `on_error` decides.
+    fn charge(self, decision: &mut protocol::Decision, config: &Config) {
+        decision.alerts.extend(self.alerts);
+        for why in self.failures {
+            let why = format!("the session's previous event was answered, but {why}");
+            eprintln!("sandrail: {why}");
+            decision.alerts.push(format!("sandrail: {why}"));
+            evaluate::host_failure(decision, config, &why);
+        }
+    }
+}
+
+/// Judges the event as far as its answer.
+fn decide<'e>(
+    read: Result<HookInput, PayloadError>,
+    origin: &Origin,
+    engine: &'e Engine,
+    started: Instant,
+    owed: Owed,
+) -> Decided<'e> {
     let input = match read {
         Ok(input) => input,
         Err(e) if e.is_unjudged_event() => {
             if crate::debug_logging() {
                 eprintln!("sandrail: {e}; nothing to do");
             }
-            return Outcome::default();
+            return Decided::Done(Outcome::default());
         }
-        Err(e) => return unreadable(&e.to_string(), origin, &engine.places),
+        Err(e) => return Decided::Done(unreadable(&e.to_string(), origin, &engine.places)),
     };
     let mut input = input;
     for repair in &input.repairs {
@@ -138,7 +297,7 @@ pub fn judge(
             .collect(),
     };
     if input.kind == EventKind::ConfigChange {
-        return config_change(&input, &config, &dirs, trail, engine);
+        return Decided::Done(config_change(&input, &config, &dirs, trail, owed, engine));
     }
     if input.kind == EventKind::SessionStart
         && config.protect.enabled
@@ -155,29 +314,23 @@ pub fn judge(
         Some((joined, pending)) => (joined, Some(pending)),
         None => (input, None),
     };
-    let mut decision = evaluate::evaluate(&input, &config, &dirs, engine, deadline);
+    let (mut decision, unsaved) = evaluate::evaluate(&input, &config, &dirs, engine, deadline);
     if let Some(pending) = &typed
         && decision.refusals.is_empty()
     {
         crate::harness::typed::keep(pending);
     }
     decision.alerts.splice(0..0, trail.alerts);
-    let judged = !decision.trace.guardrails.is_empty()
-        || decision.trace.host_refused
-        || !decision.alerts.is_empty();
-    if judged {
-        write_receipt(&input, &config, &dirs, trail.policy, &mut decision, engine);
-    }
-    if !decision.refusals.is_empty() && !protocol::can_refuse(input.kind) {
-        eprintln!(
-            "sandrail: {} cannot be refused; the refusal is shown to the user instead",
-            input.kind
-        );
-    }
-    Outcome {
-        answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
-        ..Outcome::default()
-    }
+    owed.charge(&mut decision, &config);
+    Decided::Unsaved(Box::new(UnsavedEvent {
+        input,
+        config,
+        dirs,
+        policy: trail.policy,
+        decision,
+        unsaved,
+        engine,
+    }))
 }
 
 /// The harness that sent the event: the translation at the edge names it in
@@ -202,6 +355,7 @@ fn config_change(
     config: &Config,
     dirs: &Dirs,
     trail: Trail,
+    owed: Owed,
     engine: &Engine,
 ) -> Outcome {
     let state = dirs.state.as_deref();
@@ -209,6 +363,7 @@ fn config_change(
         alerts: trail.alerts,
         ..protocol::Decision::default()
     };
+    owed.charge(&mut decision, config);
     if !config.protect.enabled {
         return Outcome {
             answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
@@ -222,7 +377,9 @@ fn config_change(
             &reason,
         ));
     }
-    write_receipt(input, config, dirs, trail.policy, &mut decision, engine);
+    if let Err(why) = write_receipt(input, config, dirs, trail.policy, &mut decision, engine) {
+        evaluate::host_failure(&mut decision, config, &why);
+    }
     Outcome {
         answer: protocol::render(input.kind, &decision).map(|answer| answer.to_string()),
         ..Outcome::default()
@@ -236,8 +393,9 @@ struct Trail {
     alerts: Vec<String>,
 }
 
-/// Records the event's receipt. One that cannot be written is a failure of
-/// sandrail's own, so `on_error` decides whether the event still proceeds.
+/// Records the event's receipt; what the person must hear of it goes into
+/// `decision`'s alerts. One that cannot be written is a failure of sandrail's
+/// own (said on stderr; why is returned), which `on_error` decides.
 fn write_receipt(
     input: &HookInput,
     config: &Config,
@@ -245,7 +403,7 @@ fn write_receipt(
     policy: Option<String>,
     decision: &mut protocol::Decision,
     engine: &Engine,
-) {
+) -> Result<(), String> {
     let state = dirs.state.as_deref();
     let why = match state {
         None => "no state directory (set SANDRAIL_STATE_DIR or HOME), so no receipt is written"
@@ -308,7 +466,7 @@ fn write_receipt(
                     if late > 0 {
                         decision.alerts.push(receipts::late_alert(late));
                     }
-                    return;
+                    return Ok(());
                 }
                 Ok(receipts::Appended::Waiting { holder, kept }) => {
                     // Not lost: the next event chains it. The person hears why.
@@ -318,14 +476,14 @@ fn write_receipt(
                     );
                     eprintln!("{alert}");
                     decision.alerts.push(alert);
-                    return;
+                    return Ok(());
                 }
                 Err(e) => e.to_string(),
             }
         }
     };
     eprintln!("sandrail: {why}");
-    evaluate::host_failure(decision, config, &why);
+    Err(why)
 }
 
 /// What the answer shows: the refusals when there are any, else the notes.

@@ -196,8 +196,12 @@ impl Protected {
         }
         // Symlinks in the protected paths are resolved only for a call that
         // changes something: most calls change nothing.
-        let resolved: Vec<Option<PathBuf>> =
-            self.entries.iter().map(|e| resolve(&e.path)).collect();
+        let mut resolver = Resolver::default();
+        let resolved: Vec<Option<PathBuf>> = self
+            .entries
+            .iter()
+            .map(|e| resolver.resolve(&e.path))
+            .collect();
         // A file sharing an inode with a protected one (a hard link) is that file.
         let protected_files: Vec<(u64, u64, String)> = self
             .entries
@@ -232,8 +236,8 @@ impl Protected {
                 return Some(refused(&change.path, &what));
             }
             let mut forms = vec![spelled.clone()];
-            forms.extend(resolve(&joined));
-            forms.extend(resolve(&spelled));
+            forms.extend(resolver.resolve(&joined));
+            forms.extend(resolver.resolve(&spelled));
             for form in &forms {
                 if let Ok(meta) = std::fs::metadata(form)
                     && meta.is_file()
@@ -353,29 +357,36 @@ fn refused(spelled: &str, what: &str) -> String {
     )
 }
 
-/// `path` with every symlink resolved: its longest existing ancestor made
-/// canonical, the rest appended (with `..` taken lexically).
-fn resolve(path: &Path) -> Option<PathBuf> {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        match std::fs::canonicalize(existing) {
-            Ok(canonical) => {
-                let mut resolved = canonical;
-                for part in rest.iter().rev() {
-                    if *part == std::ffi::OsStr::new("..") {
+/// Paths with every symlink resolved: a path's longest existing ancestor made
+/// canonical, the rest appended (with `..` taken lexically). It remembers every
+/// ancestor it resolved: the protected paths share most of theirs (a settings
+/// file in each directory above the project), and a `readlink` per component
+/// for each would cost a write hundreds of calls.
+#[derive(Default)]
+struct Resolver(std::collections::HashMap<PathBuf, Option<PathBuf>>);
+
+impl Resolver {
+    fn resolve(&mut self, path: &Path) -> Option<PathBuf> {
+        if let Some(known) = self.0.get(path) {
+            return known.clone();
+        }
+        // One `stat` tells whether it exists; only then is it made canonical.
+        let resolved = match std::fs::metadata(path).and_then(|_| std::fs::canonicalize(path)) {
+            Ok(canonical) => Some(canonical),
+            Err(_) => path.parent().and_then(|parent| {
+                let mut resolved = self.resolve(parent)?;
+                match path.file_name() {
+                    Some(name) => resolved.push(name),
+                    // A path ending in `..`.
+                    None => {
                         resolved.pop();
-                    } else {
-                        resolved.push(part);
                     }
                 }
-                return Some(resolved);
-            }
-            Err(_) => {
-                rest.push(existing.file_name().unwrap_or(std::ffi::OsStr::new("..")));
-                existing = existing.parent()?;
-            }
-        }
+                Some(resolved)
+            }),
+        };
+        self.0.insert(path.to_owned(), resolved.clone());
+        resolved
     }
 }
 
@@ -767,7 +778,30 @@ mod tests {
     fn resolving_keeps_the_missing_tail() {
         let dir = tempfile::tempdir().expect("temp dir");
         let real = std::fs::canonicalize(dir.path()).expect("canonical");
-        let resolved = resolve(&dir.path().join("a/b/../c")).expect("resolves");
+        let resolved = Resolver::default()
+            .resolve(&dir.path().join("a/b/../c"))
+            .expect("resolves");
         assert_eq!(resolved, real.join("a/c"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_ancestor_resolves_for_every_path_below_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let real = std::fs::canonicalize(dir.path()).expect("canonical");
+        std::fs::create_dir(real.join("target")).expect("dir");
+        std::os::unix::fs::symlink(real.join("target"), real.join("link")).expect("symlink");
+        let mut resolver = Resolver::default();
+        for tail in ["x/settings.json", "x/other.json", "y/.."] {
+            let expected = match tail {
+                "y/.." => real.join("target"),
+                tail => real.join("target").join(tail),
+            };
+            assert_eq!(
+                resolver.resolve(&dir.path().join("link").join(tail)),
+                Some(expected),
+                "{tail}"
+            );
+        }
     }
 }

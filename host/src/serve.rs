@@ -14,7 +14,10 @@
 //! other than POST 405, another path 404.
 //!
 //! The events of one session are judged one at a time in the order they
-//! arrived, queued inside the server ([`sessions`]); a connection beyond its
+//! arrived, queued inside the server ([`sessions`]). An event is answered as
+//! soon as it is decided; its state is committed and its receipt written after,
+//! on the same thread, before the session's next event is judged, and what
+//! could not be saved is charged to that next event ([`hook::Owed`]). A connection beyond its
 //! user's share or the server's waits its turn rather than being refused
 //! ([`admission`]), so one user's agent cannot shut the others out of a shared
 //! server and a burst of parallel tool calls is never refused for load. A
@@ -47,7 +50,7 @@ use crate::locations::Places;
 use crate::protocol::{HookInput, MAX_PAYLOAD_BYTES};
 use crate::receipts::otlp::{self, Exporter};
 use admission::{Admission, Ticket};
-use sessions::Sessions;
+use sessions::{Sessions, Turn};
 
 /// The header an http hook names its project in (Claude Code: `"headers":
 /// {"X-Sandrail-Project-Dir": "$CLAUDE_PROJECT_DIR"}` with `allowedEnvVars`).
@@ -422,20 +425,30 @@ async fn answer(
     let origin = Origin { project, cwd };
     let read = HookInput::read(&body[..]);
     // The session's turn, waited for here rather than on a thread.
-    let turn = match &read {
+    let mut turn = match &read {
         Ok(input) => Some(served.sessions.turn(&input.session_id).await),
         Err(_) => None,
     };
-    let judged = tokio::task::spawn_blocking(move || {
-        let outcome = hook::judge(read, &origin, engine, arrived);
+    // Answered as soon as it is decided; its state and receipt are saved next,
+    // on the same thread, before the session's turn passes to its next event.
+    let (answered, answer) = tokio::sync::oneshot::channel();
+    tokio::task::spawn_blocking(move || {
+        let owed = turn.as_mut().map(Turn::take_owed).unwrap_or_default();
+        let (outcome, unsettled) =
+            hook::judge_answering_first(read, &origin, engine, arrived, owed);
+        let _ = answered.send(outcome);
+        if let Some(unsettled) = unsettled {
+            let owed = unsettled.settle();
+            if let Some(turn) = turn.as_mut() {
+                turn.owe(owed);
+            }
+        }
         drop(turn);
-        outcome
-    })
-    .await;
-    Ok(match judged {
+    });
+    Ok(match answer.await {
         Ok(outcome) => respond(outcome),
-        Err(e) => {
-            eprintln!("sandrail: an event's evaluation ended abnormally: {e}");
+        Err(_) => {
+            eprintln!("sandrail: an event's evaluation ended abnormally (see above)");
             plain(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "the event's evaluation ended abnormally; see the server's stderr",

@@ -326,7 +326,7 @@ fn a_corrupt_database_is_moved_aside_and_the_event_judged_in_full() {
 }
 
 /// A fill of `count` values of 60 KB each, which needs the database file to grow.
-fn fill_config(count: usize, settings: &str) -> String {
+pub(crate) fn fill_config(count: usize, settings: &str) -> String {
     format!(
         "{settings}{}",
         probe_config(&[(

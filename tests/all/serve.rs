@@ -19,9 +19,13 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(project: &Project) -> Server {
+        Server::start_with(project, project.cmd())
+    }
+
+    /// Started as `cmd` (`project.cmd_after(…)` to set its limits first).
+    pub(crate) fn start_with(project: &Project, mut cmd: std::process::Command) -> Server {
         let socket = project.root.path().join("serve.sock");
-        let mut child = project
-            .cmd()
+        let mut child = cmd
             .args(["serve", "--listen", "127.0.0.1:0", "--socket"])
             .arg(&socket)
             .stdout(Stdio::piped())
@@ -922,4 +926,52 @@ fn init_serve_installs_the_user_service_and_registers_the_forwarding_hook() {
         "{}",
         failed.stderr()
     );
+}
+
+/// The server answers an event as soon as it is decided, and saves its state
+/// and writes its receipt after, before the session's next event: a receipt it
+/// cannot write is charged to the session's next event, refused under
+/// `on_error = "deny"` naming why; under `"allow"` that event proceeds, and the
+/// person is told.
+#[cfg(unix)]
+#[test]
+fn a_receipt_the_server_cannot_write_is_charged_to_the_session_s_next_event() {
+    use crate::bad_input::fill_config;
+    let project = Project::new();
+    project.reconfigure(&fill_config(0, "[settings]\non_error = \"deny\"\n"));
+    let server = Server::start(&project);
+    // The receipts file cannot be written: a directory stands in its place.
+    let receipts = project.state_dir().join("receipts.jsonl");
+    let _ = std::fs::remove_file(&receipts);
+    std::fs::create_dir_all(&receipts).expect("a directory in the receipts' place");
+    let first = server.post(&project, &bash("sess-deny", "ls"));
+    assert_eq!(
+        first.json()["hookSpecificOutput"],
+        json!({"hookEventName": "PreToolUse", "additionalContext": "[probe] refused: None; listed: 0"}),
+        "answered as decided: {}",
+        first.body
+    );
+    let next = server.post(&project, &bash("sess-deny", "ls")).json();
+    let reason = next["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.starts_with("[sandrail] Refused because sandrail failed (the session's previous event was answered, but cannot write the receipt"),
+        "{next}"
+    );
+    project.reconfigure(&fill_config(0, ""));
+    server.post(&project, &bash("sess-allow", "ls"));
+    let next = server.post(&project, &bash("sess-allow", "ls")).json();
+    assert_eq!(
+        next["hookSpecificOutput"]["permissionDecision"],
+        Value::Null,
+        "{next}"
+    );
+    assert!(
+        next["systemMessage"].as_str().is_some_and(|m| m
+            .contains("the session's previous event was answered, but cannot write the receipt")),
+        "{next}"
+    );
+    let (status, said) = server.stop();
+    assert!(status.success(), "{said}");
 }

@@ -6,25 +6,52 @@
 //! waits out the session's file lock (whose timeout would then judge the last
 //! of a burst without its state). The file lock is still taken while judging,
 //! for the `sandrail hook` processes on the same state.
+//!
+//! A turn lasts past the event's answer, until its state is committed and its
+//! receipt written; what that could not save is kept with the session's queue
+//! for its next event ([`Owed`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::OwnedMutexGuard;
 
-/// The queue of each session with an event being judged or waiting.
+use crate::hook::Owed;
+
+/// A session's queue, holding what its last event owes the next.
+type Queue = Arc<tokio::sync::Mutex<Owed>>;
+
+/// The queue of each session with an event being judged or waiting, or with
+/// something owed to its next event.
 #[derive(Default)]
-pub struct Sessions(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+pub struct Sessions(Mutex<HashMap<String, Queue>>);
 
 /// A session's turn: its other events wait until this is dropped.
 pub struct Turn {
     sessions: Arc<Sessions>,
     session: String,
-    guard: Option<OwnedMutexGuard<()>>,
+    guard: Option<OwnedMutexGuard<Owed>>,
+}
+
+impl Turn {
+    /// What the session's previous event owes this one, taken.
+    pub fn take_owed(&mut self) -> Owed {
+        self.guard
+            .as_deref_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Leaves `owed` for the session's next event.
+    pub fn owe(&mut self, owed: Owed) {
+        if let Some(guard) = self.guard.as_deref_mut() {
+            *guard = owed;
+        }
+    }
 }
 
 impl Sessions {
-    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<tokio::sync::Mutex<()>>>> {
+    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<String, Queue>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -49,12 +76,14 @@ impl Sessions {
 impl Drop for Turn {
     fn drop(&mut self) {
         let mut queues = self.sessions.queues();
-        // Let go first; then a queue nobody else holds or waits in is removed
-        // (while the map is locked no one can join it).
+        // Let go first; then a queue nobody else holds or waits in, owed
+        // nothing, is removed (while the map is locked no one can join it).
+        let owes = self.guard.as_deref().is_some_and(|owed| !owed.is_empty());
         drop(self.guard.take());
-        if queues
-            .get(&self.session)
-            .is_some_and(|queue| Arc::strong_count(queue) == 1)
+        if !owes
+            && queues
+                .get(&self.session)
+                .is_some_and(|queue| Arc::strong_count(queue) == 1)
         {
             queues.remove(&self.session);
         }
