@@ -187,11 +187,13 @@ pub struct RawDestructive {
 }
 
 /// The lists in force. The secret globs are compiled on first use: most events
-/// name no path, and compiling them is most of what a list costs.
+/// name no path, and compiling them is most of what a list costs. Copies of one
+/// config's lists share what was compiled (the server copies a kept policy
+/// for each event).
 #[derive(Debug, Clone)]
 pub struct Patterns {
     secret_globs: Vec<String>,
-    secrets: std::sync::OnceLock<(GlobSet, GlobSet)>,
+    secrets: std::sync::Arc<std::sync::OnceLock<(GlobSet, GlobSet)>>,
     egress_commands: Vec<Vec<String>>,
     egress_tools: Vec<String>,
     payment_tools: Vec<String>,
@@ -234,7 +236,7 @@ impl Patterns {
                 .map(|p| (*p).to_owned())
                 .chain(raw.secret_paths.iter().cloned())
                 .collect(),
-            secrets: std::sync::OnceLock::new(),
+            secrets: Default::default(),
             egress_commands: EGRESS_COMMANDS
                 .iter()
                 .copied()
