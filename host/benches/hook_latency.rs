@@ -30,7 +30,7 @@
 //! components costs by its size: first event, warm hook, served.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -112,6 +112,8 @@ fn main() {
     // The forwarding hook's own cost: a server that answers at once.
     let stub_socket = dir.join("stub.sock");
     answer_at_once(&stub_socket);
+    let stub_forwarder = stub_forwarder();
+    let stub_forwarder_path = stub_forwarder.to_string_lossy().into_owned();
     let mut client_alone = Vec::with_capacity(runs);
     // The floor and the warm hook interleaved, with nothing else between them: a
     // durable commit's writeback would otherwise land on whichever runs next.
@@ -123,7 +125,7 @@ fn main() {
         forwarded_small.push(forward(SANDRAIL_HOOK, &payload));
         client_alone.push(
             spawn_sub(
-                SANDRAIL_HOOK,
+                &stub_forwarder_path,
                 "hook",
                 &payload,
                 dir,
@@ -146,6 +148,9 @@ fn main() {
         }
     }
 
+    if let Some(stub_dir) = stub_forwarder.parent() {
+        let _ = std::fs::remove_dir_all(stub_dir);
+    }
     let floor = Stats::of(floor);
     let warm = Stats::of(warm);
     let cold = Stats::of(cold);
@@ -557,6 +562,24 @@ fn main() {
         );
         std::process::exit(1);
     }
+}
+
+/// A forwarding hook that takes this benchmark for its server: a copy of
+/// `sandrail-hook` in `dir` beside a hard link to this very executable named
+/// `sandrail`, which is what a server of this user must run.
+fn stub_forwarder() -> PathBuf {
+    let this = std::fs::read_link("/proc/self/exe").expect("this benchmark's executable");
+    // A hard link needs the same file system: beside the build's own files.
+    let stub_dir = this
+        .parent()
+        .expect("the benchmark's directory")
+        .join(format!("stub-forwarder-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&stub_dir);
+    std::fs::create_dir_all(&stub_dir).expect("the stub's directory");
+    std::fs::hard_link(&this, stub_dir.join("sandrail")).expect("link this executable");
+    let forwarder = stub_dir.join("sandrail-hook");
+    std::fs::copy(SANDRAIL_HOOK, &forwarder).expect("copy sandrail-hook");
+    forwarder
 }
 
 /// Listens on `path` and answers every request at once with an empty 200, as

@@ -16,7 +16,7 @@ use crate::hook::{Origin, Outcome};
 
 pub use sandrail_forward::{
     BLOCK_HEADER, CWD_ENCODED_HEADER, DEADLINE, ForwardError, Forwarding, PROJECT_ENCODED_HEADER,
-    REQUIRED_VAR, Relayed, SOCKET_VAR, UNREADABLE_HEADER, accepts, forward,
+    REQUIRED_VAR, Relayed, SOCKET_VAR, UNREADABLE_HEADER, forward, serves,
 };
 
 /// Judges the payload on `stdin` through the server, or here on `engine` (made
@@ -38,7 +38,9 @@ pub fn run(
             &crate::locations::Places::User,
         );
     }
-    match forward(&forwarding.socket, &payload, origin) {
+    // A server of this user must be running this very binary.
+    let this = std::path::Path::new("/proc/self/exe");
+    match forward(&forwarding.socket, &payload, origin, this) {
         Ok(Relayed::Answer(answer)) => Outcome {
             answer,
             ..Outcome::default()

@@ -533,6 +533,46 @@ fn forwards_falls_back_and_refuses(program: &str, judged_locally: &str) {
     );
 }
 
+/// Something of the agent's at the server's socket — its own listener, started
+/// as the user in the server's place — answering "nothing to say" (allow) to
+/// everything is not believed: a server of this user must be running the
+/// sandrail the hook judges with, so both forwarding hooks judge the force push
+/// themselves, saying what answered there.
+#[test]
+fn an_impostor_at_the_socket_is_not_believed() {
+    let project = Project::new();
+    project.config(CONFIG);
+    let socket = project.root.path().join("impostor.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 8192];
+            let _ = stream.read(&mut buf);
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    for program in [BIN, HOOK_BIN] {
+        let mut cmd = project.with_env(std::process::Command::new(program));
+        cmd.env("SANDRAIL_SERVE_SOCKET", &socket);
+        let session = format!("s-impostor-{}", program.len());
+        let run = project.hook_with(cmd, &bash(&session, "git push --force origin main"));
+        assert!(
+            run.stderr()
+                .contains("is not the sandrail this hook judges with"),
+            "{program}: {}",
+            run.stderr()
+        );
+        assert!(
+            run.answer().to_string().contains("[git/force-push]"),
+            "judged here: {program}: {} {}",
+            run.stdout(),
+            run.stderr()
+        );
+    }
+}
+
 /// A server required by the hook (`SANDRAIL_SERVE_REQUIRED=1`) refuses every
 /// event it cannot get sandrail's own answer for: something else at the socket
 /// answering a bare 400, answering what is not a hook answer, or never answering

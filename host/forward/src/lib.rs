@@ -82,6 +82,16 @@ pub enum ForwardError {
     Garbled { socket: PathBuf },
     #[error("sandrail serve at {} did not answer within {} s", .0.display(), DEADLINE.as_secs())]
     Deadline(PathBuf),
+    #[error(
+        "what answers at {} is not the sandrail this hook judges with: process {pid} runs {}, not {} (a server of this user must run that binary; after an upgrade, restart the service)",
+        socket.display(), running.display(), expected.display()
+    )]
+    NotSandrail {
+        socket: PathBuf,
+        pid: i32,
+        running: PathBuf,
+        expected: PathBuf,
+    },
 }
 
 /// Sends `payload` to the server and reads its answer, all within [`DEADLINE`]:
@@ -89,8 +99,73 @@ pub enum ForwardError {
 /// never answers, cannot hold the hook past it. Every wait is bounded by the
 /// socket's own timeouts, set to what is left each time, so the hook starts no
 /// thread to keep the time.
-pub fn forward(socket: &Path, payload: &[u8], origin: &Origin) -> Result<Relayed, ForwardError> {
-    exchange(socket, payload, origin, Instant::now() + DEADLINE)
+///
+/// A server of this user must be running `server`, the sandrail binary the hook
+/// would otherwise judge with ([`check_peer`]); nothing is sent to anything else.
+pub fn forward(
+    socket: &Path,
+    payload: &[u8],
+    origin: &Origin,
+    server: &Path,
+) -> Result<Relayed, ForwardError> {
+    exchange(
+        socket,
+        payload,
+        origin,
+        Instant::now() + DEADLINE,
+        Some(server),
+    )
+}
+
+/// Whether `sandrail serve`, running `server`, accepts connections at `socket`
+/// within `wait`: what `doctor` asks, without waiting on a listener whose queue
+/// is full.
+pub fn serves(socket: &Path, server: &Path, wait: Duration) -> Result<(), ForwardError> {
+    let stream =
+        connect(socket, Instant::now() + wait).map_err(|source| ForwardError::Connect {
+            socket: socket.to_owned(),
+            source,
+        })?;
+    check_peer(&stream, socket, server)
+}
+
+/// Who answers at the socket must be sandrail. A server of another user (the
+/// managed one, `serve --system`) is vouched for by where its socket is, a
+/// directory only root can place it in. One of this user — which the agent,
+/// being this user, could have started in the real one's place, to answer
+/// "allow" to everything — must be running `server`: the same file, by device
+/// and inode, as the `/proc/<pid>/exe` of the process that listens. It is a
+/// check against an impostor, not a boundary between processes of one user:
+/// that is managed mode.
+#[cfg(target_os = "linux")]
+fn check_peer(stream: &Socket, socket: &Path, server: &Path) -> Result<(), ForwardError> {
+    use std::os::unix::fs::MetadataExt;
+    let peer =
+        rustix::net::sockopt::socket_peercred(stream).map_err(|e| ForwardError::Connect {
+            socket: socket.to_owned(),
+            source: e.into(),
+        })?;
+    if peer.uid != rustix::process::getuid() {
+        return Ok(());
+    }
+    let pid = peer.pid.as_raw_nonzero().get();
+    let exe = PathBuf::from(format!("/proc/{pid}/exe"));
+    let identity = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    match (identity(&exe), identity(server)) {
+        (Some(running), Some(expected)) if running == expected => Ok(()),
+        _ => Err(ForwardError::NotSandrail {
+            socket: socket.to_owned(),
+            pid,
+            running: std::fs::read_link(&exe).unwrap_or(exe),
+            expected: std::fs::canonicalize(server).unwrap_or_else(|_| server.to_owned()),
+        }),
+    }
+}
+
+/// Elsewhere the listening process cannot be told from its socket alone.
+#[cfg(not(target_os = "linux"))]
+fn check_peer(_stream: &Socket, _socket: &Path, _server: &Path) -> Result<(), ForwardError> {
+    Ok(())
 }
 
 /// A header value for a path: percent-encoded, so any bytes a path may hold
@@ -104,11 +179,13 @@ fn encoded(path: &Path) -> String {
     .to_string()
 }
 
+/// The exchange; `server`, when given, is what a server of this user must run.
 fn exchange(
     socket: &Path,
     payload: &[u8],
     origin: &Origin,
     deadline: Instant,
+    server: Option<&Path>,
 ) -> Result<Relayed, ForwardError> {
     let failed = |source: std::io::Error, connecting: bool| {
         let socket = socket.to_owned();
@@ -120,6 +197,9 @@ fn exchange(
         }
     };
     let stream = connect(socket, deadline).map_err(|e| failed(e, true))?;
+    if let Some(server) = server {
+        check_peer(&stream, socket, server)?;
+    }
     let mut request = format!(
         "POST /hook HTTP/1.1\r\nHost: sandrail\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
         payload.len()
@@ -157,12 +237,6 @@ fn is_retried(e: &std::io::Error) -> bool {
         e.kind(),
         ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut
     )
-}
-
-/// Whether something accepts connections at `socket` within `wait`: what
-/// `doctor` asks, without waiting on a listener whose queue is full.
-pub fn accepts(socket: &Path, wait: Duration) -> bool {
-    connect(socket, Instant::now() + wait).is_ok()
 }
 
 /// Connects, waiting for room in a listener's queue no longer than the deadline
@@ -360,7 +434,7 @@ mod tests {
         let path = scratch_socket("silent");
         let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
         let started = Instant::now();
-        let relayed = exchange(&path, b"{}", &Origin::default(), soon());
+        let relayed = exchange(&path, b"{}", &Origin::default(), soon(), None);
         assert!(
             matches!(relayed, Err(ForwardError::Deadline(_))),
             "{relayed:?}"
@@ -386,7 +460,7 @@ mod tests {
             queued.push(stream);
         }
         let started = Instant::now();
-        let relayed = exchange(&path, b"{}", &Origin::default(), soon());
+        let relayed = exchange(&path, b"{}", &Origin::default(), soon(), None);
         assert!(
             matches!(
                 relayed,
@@ -397,10 +471,31 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5));
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_server_of_this_user_must_run_the_expected_binary() {
+        let path = scratch_socket("peer");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        // The listener is this test process: running this binary, not another.
+        let this = Path::new("/proc/self/exe");
+        assert!(serves(&path, this, Duration::from_secs(1)).is_ok());
+        let other = Path::new("/bin/sh");
+        let refused = serves(&path, other, Duration::from_secs(1));
+        assert!(
+            matches!(&refused, Err(ForwardError::NotSandrail { pid, .. }) if *pid == std::process::id() as i32),
+            "{refused:?}"
+        );
+        let relayed = exchange(&path, b"{}", &Origin::default(), soon(), Some(other));
+        assert!(
+            matches!(relayed, Err(ForwardError::NotSandrail { .. })),
+            "{relayed:?}"
+        );
+    }
+
     #[test]
     fn nothing_at_the_socket_is_a_failure_to_connect() {
         let path = scratch_socket("absent");
-        let relayed = exchange(&path, b"{}", &Origin::default(), soon());
+        let relayed = exchange(&path, b"{}", &Origin::default(), soon(), None);
         assert!(
             matches!(relayed, Err(ForwardError::Connect { .. })),
             "{relayed:?}"

@@ -32,7 +32,14 @@ fn main() -> ExitCode {
         eprintln!("sandrail: cannot read the hook payload: {e}");
         return judge_locally(&payload);
     }
-    match forward(&forwarding.socket, &payload, &Origin::of_this_process()) {
+    // A server of this user must be running the sandrail it would judge with.
+    let server = local_sandrail();
+    match forward(
+        &forwarding.socket,
+        &payload,
+        &Origin::of_this_process(),
+        &server,
+    ) {
         Ok(Relayed::Answer(answer)) => {
             if let Some(answer) = answer {
                 let mut stdout = std::io::stdout().lock();
@@ -61,13 +68,26 @@ fn main() -> ExitCode {
     }
 }
 
-/// `sandrail hook` on `payload`, its answer and exit code relayed.
-fn judge_locally(payload: &[u8]) -> ExitCode {
+/// The sandrail this hook judges with: the one beside it, else the first on
+/// `PATH`.
+fn local_sandrail() -> PathBuf {
     let beside = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|dir| dir.join("sandrail")))
         .filter(|path| path.is_file());
-    let program = beside.unwrap_or_else(|| PathBuf::from("sandrail"));
+    beside
+        .or_else(|| {
+            let path = std::env::var_os("PATH")?;
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("sandrail"))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| PathBuf::from("sandrail"))
+}
+
+/// `sandrail hook` on `payload`, its answer and exit code relayed.
+fn judge_locally(payload: &[u8]) -> ExitCode {
+    let program = local_sandrail();
     let child = Command::new(&program)
         .arg("hook")
         // It judges here: it must not forward again.

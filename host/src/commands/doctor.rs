@@ -544,8 +544,18 @@ fn check_server(command: &str, project: &Path, findings: &mut Findings) {
         );
         return;
     }
-    let answers = sandrail::forward::accepts(&socket, std::time::Duration::from_secs(1));
-    match (answers, required) {
+    // The server must run this binary, as the forwarding hook beside it checks.
+    let this = Path::new("/proc/self/exe");
+    let answers = sandrail::forward::serves(&socket, this, std::time::Duration::from_secs(1));
+    if let Err(e @ sandrail::forward::ForwardError::NotSandrail { .. }) = &answers {
+        findings.error(
+            "command",
+            format!("{e}: the forwarding hook does not use it, and judges each event locally"),
+            "stop whatever listens there, then restart the service: `systemctl --user restart sandrail.service` (macOS: `launchctl kickstart -k gui/$(id -u)/dev.sandrail.serve`)".into(),
+        );
+        return;
+    }
+    match (answers.is_ok(), required) {
         (true, _) => findings.ok(
             "command",
             format!(
