@@ -16,7 +16,7 @@ use crate::hook::{Origin, Outcome};
 
 pub use sandrail_forward::{
     BLOCK_HEADER, CWD_ENCODED_HEADER, DEADLINE, ForwardError, Forwarding, PROJECT_ENCODED_HEADER,
-    REQUIRED_VAR, Relayed, SOCKET_VAR, UNREADABLE_HEADER, forward, serves,
+    REQUIRED_VAR, Relayed, SOCKET_VAR, STARTED_VAR, UNREADABLE_HEADER, forward, serves, started_at,
 };
 
 /// Judges the payload on `stdin` through the server, or here on `engine` (made

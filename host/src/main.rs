@@ -287,7 +287,9 @@ fn main() -> ExitCode {
 /// Judges the event on stdin and prints the answer, then exits: before the
 /// harness's hook timeout, whatever happens, as the watchdog sees to.
 fn hook(harness: Harness) -> ExitCode {
-    let started = std::time::Instant::now();
+    // Started by a forwarding hook that already waited on the server: its
+    // start, so the deadline still falls before the harness's timeout.
+    let started = sandrail::forward::started_at(std::time::Instant::now());
     let watchdog = sandrail::deadline::Watchdog::start(started);
     let origin = hook::Origin::of_this_process();
     // Read into the host's model, judged as Claude Code's, answered in the

@@ -187,3 +187,40 @@ fn a_stalled_hook_is_answered_before_the_harness_gives_up() {
     );
     holder.join().expect("the holder");
 }
+
+/// `sandrail hook` started by a forwarding hook that already waited on the
+/// server (`SANDRAIL_HOOK_STARTED`, which `sandrail-hook` sets) counts its
+/// deadline from the forwarding hook's start: with more than a 10 s timeout
+/// spent there, it is answered at once by its fallback rather than judged
+/// afresh past the harness's timeout. A stamp past the forwarding deadline is
+/// not taken.
+#[test]
+fn a_hook_started_by_a_forwarding_hook_counts_the_time_spent_there() {
+    let project = Project::new();
+    registered_with(&project, &[("PreToolUse", 10.0)]);
+    let ago = |secs: u64| {
+        (std::time::SystemTime::now() - Duration::from_secs(secs))
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after the epoch")
+            .as_micros()
+            .to_string()
+    };
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_HOOK_STARTED", ago(20));
+    let started = Instant::now();
+    let run = project.hook_with(cmd, &bash("s-late", "ls"));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(
+        run.stderr().contains("before its deadline"),
+        "{}",
+        run.stderr()
+    );
+    let mut cmd = project.cmd();
+    cmd.env("SANDRAIL_HOOK_STARTED", ago(600));
+    let run = project.hook_with(cmd, &bash("s-stale", "ls"));
+    assert!(
+        !run.stderr().contains("before its deadline"),
+        "{}",
+        run.stderr()
+    );
+}

@@ -32,6 +32,40 @@ pub const MAX_PAYLOAD_BYTES: usize = 16 << 20;
 pub const DEADLINE: Duration = Duration::from_secs(30);
 /// The largest answer read.
 const MAX_ANSWER_BYTES: usize = 1 << 20;
+/// When the forwarding hook started (microseconds since the Unix epoch), for
+/// the `sandrail hook` it falls back to: that hook's deadline then counts the
+/// time already spent on the server, so the two together still answer before
+/// the harness's timeout.
+pub const STARTED_VAR: &str = "SANDRAIL_HOOK_STARTED";
+
+/// `at`, as [`STARTED_VAR`] carries it.
+pub fn start_stamp(at: std::time::SystemTime) -> String {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_micros())
+        .to_string()
+}
+
+/// When this hook's event started: `now`, or earlier by the time the
+/// forwarding hook that started it already spent ([`STARTED_VAR`]). Only a
+/// start within the forwarding deadline (and a little) is taken: a stamp from
+/// the future, or stale, cannot move the deadline, and an earlier start only
+/// shortens it.
+pub fn started_at(now: Instant) -> Instant {
+    started_from(now, std::env::var(STARTED_VAR).ok().as_deref())
+}
+
+fn started_from(now: Instant, stamp: Option<&str>) -> Instant {
+    let Some(stamp) = stamp.and_then(|v| v.parse::<u64>().ok()) else {
+        return now;
+    };
+    let started = std::time::UNIX_EPOCH + Duration::from_micros(stamp);
+    match std::time::SystemTime::now().duration_since(started) {
+        Ok(spent) if spent <= DEADLINE + Duration::from_secs(5) => {
+            now.checked_sub(spent).unwrap_or(now)
+        }
+        _ => now,
+    }
+}
 
 /// Where to forward, from the hook's environment.
 pub struct Forwarding {
@@ -490,6 +524,25 @@ mod tests {
             matches!(relayed, Err(ForwardError::NotSandrail { .. })),
             "{relayed:?}"
         );
+    }
+
+    #[test]
+    fn a_forwarding_hook_s_start_counts_only_within_its_deadline() {
+        let now = Instant::now();
+        let ago = |secs: u64| start_stamp(std::time::SystemTime::now() - Duration::from_secs(secs));
+        let ahead = start_stamp(std::time::SystemTime::now() + Duration::from_secs(60));
+        let took = now - started_from(now, Some(&ago(10)));
+        assert!(
+            took >= Duration::from_secs(10) && took < Duration::from_secs(12),
+            "{took:?}"
+        );
+        for stale_or_wrong in [Some(ago(60)), Some(ahead), Some("soon".to_owned()), None] {
+            assert_eq!(
+                started_from(now, stale_or_wrong.as_deref()),
+                now,
+                "{stale_or_wrong:?}"
+            );
+        }
     }
 
     #[test]

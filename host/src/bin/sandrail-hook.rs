@@ -14,10 +14,12 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 
 use sandrail_forward::{
-    Forwarding, MAX_PAYLOAD_BYTES, Origin, REQUIRED_VAR, Relayed, SOCKET_VAR, forward,
+    Forwarding, MAX_PAYLOAD_BYTES, Origin, REQUIRED_VAR, Relayed, SOCKET_VAR, STARTED_VAR, forward,
+    start_stamp,
 };
 
 fn main() -> ExitCode {
+    let started = std::time::SystemTime::now();
     let mut payload = Vec::new();
     // What cannot be read is handed on as far as it was read: `sandrail hook`
     // then finds it unreadable, and the config's `on_error` decides.
@@ -26,11 +28,11 @@ fn main() -> ExitCode {
         .take(MAX_PAYLOAD_BYTES as u64 + 1)
         .read_to_end(&mut payload);
     let Some(forwarding) = Forwarding::from_env() else {
-        return judge_locally(&payload);
+        return judge_locally(&payload, started);
     };
     if let Err(e) = read {
         eprintln!("sandrail: cannot read the hook payload: {e}");
-        return judge_locally(&payload);
+        return judge_locally(&payload, started);
     }
     // A server of this user must be running the sandrail it would judge with.
     let server = local_sandrail();
@@ -63,7 +65,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("sandrail: {e}; the event is judged by sandrail hook instead");
-            judge_locally(&payload)
+            judge_locally(&payload, started)
         }
     }
 }
@@ -85,13 +87,15 @@ fn local_sandrail() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("sandrail"))
 }
 
-/// `sandrail hook` on `payload`, its answer and exit code relayed.
-fn judge_locally(payload: &[u8]) -> ExitCode {
+/// `sandrail hook` on `payload`, its answer and exit code relayed. Its
+/// deadline counts from when this hook `started`, not from its own start.
+fn judge_locally(payload: &[u8], started: std::time::SystemTime) -> ExitCode {
     let program = local_sandrail();
     let child = Command::new(&program)
         .arg("hook")
         // It judges here: it must not forward again.
         .env_remove(SOCKET_VAR)
+        .env(STARTED_VAR, start_stamp(started))
         .stdin(Stdio::piped())
         .spawn();
     let mut child = match child {
