@@ -21,8 +21,14 @@ use crate::locations::{self, Places};
 use crate::policy;
 use crate::protect;
 use crate::protocol::{self, HookInput, PayloadError};
-use crate::receipts;
 use crate::store::{SessionStore, StoreError, lifecycle};
+
+mod receipt;
+mod settle;
+
+use receipt::write_receipt;
+use settle::{Decided, UnsavedEvent};
+pub use settle::{Owed, Unsettled};
 
 /// What `sandrail hook` does once an event is judged.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -77,129 +83,6 @@ pub fn judge_answering_first<'e>(
         Decided::Unsaved(event) => {
             let outcome = event.answer();
             (outcome, Some(Unsettled(event)))
-        }
-    }
-}
-
-/// An event decided: answered already (nothing of it is left to save), or with
-/// its state and receipt still to save.
-enum Decided<'e> {
-    Done(Outcome),
-    Unsaved(Box<UnsavedEvent<'e>>),
-}
-
-/// A decided event whose state and receipt are not saved yet.
-struct UnsavedEvent<'e> {
-    input: HookInput,
-    config: Config,
-    dirs: Dirs,
-    policy: Option<String>,
-    decision: protocol::Decision,
-    unsaved: evaluate::Unsaved,
-    engine: &'e Engine,
-}
-
-impl UnsavedEvent<'_> {
-    /// The one-shot hook's order: saved, then answered, so the answer says
-    /// what could not be saved.
-    fn save_then_answer(mut self: Box<Self>) -> Outcome {
-        if let Err(why) = self.unsaved.save(&self.input, &self.dirs) {
-            evaluate::report_lost_state(&mut self.decision, &self.config, &why);
-        }
-        if self.receipt_due()
-            && let Err(why) = self.write_receipt()
-        {
-            evaluate::host_failure(&mut self.decision, &self.config, &why);
-        }
-        self.answer()
-    }
-
-    /// The answer to what was decided.
-    fn answer(&self) -> Outcome {
-        let kind = self.input.kind;
-        if !self.decision.refusals.is_empty() && !protocol::can_refuse(kind) {
-            eprintln!(
-                "sandrail: {kind} cannot be refused; the refusal is shown to the user instead"
-            );
-        }
-        Outcome {
-            answer: protocol::render(kind, &self.decision).map(|answer| answer.to_string()),
-            ..Outcome::default()
-        }
-    }
-
-    /// Whether the event leaves a receipt: a guardrail or sandrail judged it,
-    /// or the person was told something.
-    fn receipt_due(&self) -> bool {
-        !self.decision.trace.guardrails.is_empty()
-            || self.decision.trace.host_refused
-            || !self.decision.alerts.is_empty()
-    }
-
-    fn write_receipt(&mut self) -> Result<(), String> {
-        write_receipt(
-            &self.input,
-            &self.config,
-            &self.dirs,
-            self.policy.clone(),
-            &mut self.decision,
-            self.engine,
-        )
-    }
-}
-
-/// An event answered by the server, whose state and receipt are saved next.
-pub struct Unsettled<'e>(Box<UnsavedEvent<'e>>);
-
-impl Unsettled<'_> {
-    /// Commits the event's state and writes its receipt, which records the
-    /// answer given. What could not be saved is said on stderr and in the
-    /// receipt, and owed to the session's next event: its answer says so, and
-    /// under `on_error = "deny"` it is refused, as this one would have been
-    /// had it waited.
-    pub fn settle(self) -> Owed {
-        let mut event = self.0;
-        let mut owed = Owed::default();
-        if let Err(why) = event.unsaved.save(&event.input, &event.dirs) {
-            eprintln!(
-                "sandrail: {why}; what the guardrails recorded for this event is lost, after its answer: the session's next event hears of it"
-            );
-            event.decision.alerts.push(format!("sandrail: {why}"));
-            owed.failures.push(why);
-        }
-        let told = event.decision.alerts.len();
-        if event.receipt_due() {
-            if let Err(why) = event.write_receipt() {
-                owed.failures.push(why);
-            }
-            owed.alerts.extend(event.decision.alerts.drain(told..));
-        }
-        owed
-    }
-}
-
-/// What an event settled after its answer leaves for its session's next
-/// event: failures to save it, and what the person must still hear.
-#[derive(Debug, Default)]
-pub struct Owed {
-    failures: Vec<String>,
-    alerts: Vec<String>,
-}
-
-impl Owed {
-    pub fn is_empty(&self) -> bool {
-        self.failures.is_empty() && self.alerts.is_empty()
-    }
-
-    /// Charges it to `decision`, the session's next event: the alerts are
-    /// said, and each failure is one of sandrail's own, which `on_error` decides.
-    fn charge(self, decision: &mut protocol::Decision, config: &Config) {
-        decision.alerts.extend(self.alerts);
-        for why in self.failures {
-            let why = format!("the session's previous event was answered, but {why}");
-            eprintln!("sandrail: {why}");
-            decision.alerts.push(format!("sandrail: {why}"));
-            evaluate::host_failure(decision, config, &why);
         }
     }
 }
@@ -391,130 +274,6 @@ fn config_change(
 struct Trail {
     policy: Option<String>,
     alerts: Vec<String>,
-}
-
-/// Records the event's receipt; what the person must hear of it goes into
-/// `decision`'s alerts. One that cannot be written is a failure of sandrail's
-/// own (said on stderr; why is returned), which `on_error` decides.
-fn write_receipt(
-    input: &HookInput,
-    config: &Config,
-    dirs: &Dirs,
-    policy: Option<String>,
-    decision: &mut protocol::Decision,
-    engine: &Engine,
-) -> Result<(), String> {
-    let state = dirs.state.as_deref();
-    let why = match state {
-        None => "no state directory (set SANDRAIL_STATE_DIR or HOME), so no receipt is written"
-            .to_owned(),
-        Some(state) => {
-            let answered = answered(input.kind, decision);
-            let observed = (decision.trace.observed_refusals > 0
-                && answered == "allow"
-                && protocol::can_refuse(input.kind))
-            .then(|| refused(input.kind).to_owned());
-            let mut receipt = receipts::Receipt {
-                id: String::new(),
-                seq: 0,
-                time: crate::clock::rfc3339(crate::clock::now()),
-                session: receipts::bounded(&input.session_id),
-                event: input.kind.to_string(),
-                tool: input.tool_name.as_deref().map(receipts::bounded),
-                tool_use_id: input
-                    .fields
-                    .get("tool_use_id")
-                    .and_then(|v| v.as_str())
-                    .map(receipts::bounded),
-                project: dirs
-                    .project
-                    .as_ref()
-                    .map(|p| receipts::bounded(&p.display().to_string())),
-                cwd: input.cwd.as_deref().map(receipts::bounded),
-                input_sha256: input
-                    .tool_input
-                    .as_deref()
-                    .map(|i| crate::sha256_hex(i.as_bytes())),
-                guardrails: decision.trace.guardrails.clone(),
-                decision: answered.to_owned(),
-                observed,
-                message: shown(decision),
-                gate: config.gate,
-                released: decision.trace.released,
-                policy,
-                alerts: decision.alerts.clone(),
-                late: false,
-                prev: String::new(),
-            };
-            receipt.id = receipts::new_id(&receipt);
-            // The server's copy for the fleet's collector, sent once the receipt
-            // is kept, queued without waiting.
-            let copy = config
-                .receipts_otlp
-                .as_ref()
-                .zip(engine.exporter())
-                .map(|(endpoint, exporter)| (endpoint, exporter, receipt.clone()));
-            let log = config.receipts_to_syslog.then_some(dirs.log.as_path());
-            let appended = receipts::append(state, receipt, log);
-            if appended.is_ok()
-                && let Some((endpoint, exporter, receipt)) = copy
-            {
-                exporter.export(endpoint, &receipt);
-            }
-            match appended {
-                Ok(receipts::Appended::Written { late, .. }) => {
-                    if late > 0 {
-                        decision.alerts.push(receipts::late_alert(late));
-                    }
-                    return Ok(());
-                }
-                Ok(receipts::Appended::Waiting { holder, kept }) => {
-                    // Not lost: the next event chains it. The person hears why.
-                    let alert = format!(
-                        "sandrail: the receipts file is held by {holder}; this event's receipt waits in {} and the next event chains it",
-                        kept.display()
-                    );
-                    eprintln!("{alert}");
-                    decision.alerts.push(alert);
-                    return Ok(());
-                }
-                Err(e) => e.to_string(),
-            }
-        }
-    };
-    eprintln!("sandrail: {why}");
-    Err(why)
-}
-
-/// What the answer shows: the refusals when there are any, else the notes.
-fn shown(decision: &protocol::Decision) -> Option<String> {
-    let shown = if decision.refusals.is_empty() {
-        &decision.notes
-    } else {
-        &decision.refusals
-    };
-    (!shown.is_empty()).then(|| shown.join("\n"))
-}
-
-/// What the harness is answered, in a receipt's words.
-fn answered(kind: EventKind, decision: &protocol::Decision) -> &'static str {
-    if decision.refusals.is_empty() || !protocol::can_refuse(kind) {
-        "allow"
-    } else if decision.ask {
-        "ask"
-    } else {
-        refused(kind)
-    }
-}
-
-/// A refusal of this event, in a receipt's words: a tool call is denied, anything
-/// else blocked.
-fn refused(kind: EventKind) -> &'static str {
-    if kind == EventKind::PreToolUse {
-        "deny"
-    } else {
-        "block"
-    }
 }
 
 /// The session's life: marks it used, purges idle sessions when that is due,
