@@ -362,12 +362,16 @@ fn refused(spelled: &str, what: &str) -> String {
 /// ancestor it resolved: the protected paths share most of theirs (a settings
 /// file in each directory above the project), and a `readlink` per component
 /// for each would cost a write hundreds of calls.
+///
+/// It remembers paths by their exact bytes: `PathBuf` equality takes `f/` and
+/// `f/.` for `f`, where the kernel does not (`f/` of a symlink to a file does
+/// not resolve), so one spelling must not answer for another.
 #[derive(Default)]
-struct Resolver(std::collections::HashMap<PathBuf, Option<PathBuf>>);
+struct Resolver(std::collections::HashMap<std::ffi::OsString, Option<PathBuf>>);
 
 impl Resolver {
     fn resolve(&mut self, path: &Path) -> Option<PathBuf> {
-        if let Some(known) = self.0.get(path) {
+        if let Some(known) = self.0.get(path.as_os_str()) {
             return known.clone();
         }
         // One `stat` tells whether it exists; only then is it made canonical.
@@ -385,7 +389,7 @@ impl Resolver {
                 Some(resolved)
             }),
         };
-        self.0.insert(path.to_owned(), resolved.clone());
+        self.0.insert(path.as_os_str().to_owned(), resolved.clone());
         resolved
     }
 }
@@ -782,6 +786,23 @@ mod tests {
             .resolve(&dir.path().join("a/b/../c"))
             .expect("resolves");
         assert_eq!(resolved, real.join("a/c"));
+    }
+
+    /// `link/` and `link/.` do not resolve where `link` is a symlink to a
+    /// file; that must not stop `link` itself from resolving to its target.
+    #[cfg(unix)]
+    #[test]
+    fn a_trailing_slash_does_not_answer_for_the_path_without_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let real = std::fs::canonicalize(dir.path()).expect("canonical");
+        std::fs::write(real.join("settings.json"), "{}").expect("file");
+        std::os::unix::fs::symlink(real.join("settings.json"), real.join("f")).expect("symlink");
+        let mut resolver = Resolver::default();
+        let f = dir.path().join("f");
+        for spelling in ["f/", "f/."] {
+            resolver.resolve(Path::new(&format!("{}/{spelling}", dir.path().display())));
+        }
+        assert_eq!(resolver.resolve(&f), Some(real.join("settings.json")));
     }
 
     #[cfg(unix)]

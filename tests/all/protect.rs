@@ -214,6 +214,14 @@ fn a_symlink_does_not_hide_a_protected_file() {
         ),
     );
     assert_protected(&project, &shell(&project, "echo x > cfg/../sandrail.toml"));
+    // A spelling the kernel cannot resolve (`notes.json/`) first in the line
+    // does not stand for the plain name after it.
+    for line in [
+        "touch notes.json/; echo '{}' > notes.json",
+        "echo hi > notes.json/.; echo '{}' > notes.json",
+    ] {
+        assert_protected(&project, &shell(&project, line));
+    }
 }
 
 #[test]
