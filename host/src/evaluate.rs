@@ -87,7 +87,7 @@ pub fn evaluate(
         stopping,
     } = duties;
     if prepared.is_empty() && !duties.any() {
-        return (decision, Unsaved::nothing());
+        return (decision, Unsaved::default());
     }
 
     // The turn and the facts need no state: worked out before the session is held,
@@ -110,7 +110,7 @@ pub fn evaluate(
         .flatten();
     let (mut decision, unsaved) = 'judged: {
         if prepared.is_empty() && !duties.besides_guarding() {
-            break 'judged (decision, Unsaved::nothing());
+            break 'judged (decision, Unsaved::default());
         }
         if stopping && turn.is_none() {
             eprintln!(
@@ -157,7 +157,7 @@ pub fn evaluate(
         if !prepared.is_empty() {
             match make_ready(engine, dirs, &prepared, &leaving, config, &mut decision) {
                 Some(made) => ready = Some(made),
-                None => break 'judged (decision, Unsaved::nothing()),
+                None => break 'judged (decision, Unsaved::default()),
             }
         }
         let Held {
@@ -200,7 +200,7 @@ pub fn evaluate(
             Some(made) => made,
             None => match make_ready(engine, dirs, &prepared, &leaving, config, &mut decision) {
                 Some(made) => made,
-                None => break 'judged (decision, Unsaved::nothing()),
+                None => break 'judged (decision, Unsaved::default()),
             },
         };
 
@@ -284,6 +284,7 @@ pub fn evaluate(
 /// server answers first and saves it before the session's next event
 /// ([`crate::hook`]).
 #[must_use = "an event's state is lost unless it is saved"]
+#[derive(Default)]
 pub struct Unsaved {
     txn: Option<StateTxn>,
     overrides: Vec<(String, String, u64)>,
@@ -291,14 +292,6 @@ pub struct Unsaved {
 }
 
 impl Unsaved {
-    fn nothing() -> Unsaved {
-        Unsaved {
-            txn: None,
-            overrides: Vec::new(),
-            now: 0,
-        }
-    }
-
     fn of(txn: Option<StateTxn>, overrides: Vec<(String, String, u64)>, now: u64) -> Unsaved {
         Unsaved {
             txn,

@@ -16,7 +16,8 @@ use crate::hook::{Origin, Outcome};
 
 pub use sandrail_forward::{
     BLOCK_HEADER, CWD_ENCODED_HEADER, DEADLINE, ForwardError, Forwarding, PROJECT_ENCODED_HEADER,
-    REQUIRED_VAR, Relayed, SOCKET_VAR, STARTED_VAR, UNREADABLE_HEADER, forward, serves, started_at,
+    REQUIRED_VAR, Relayed, SOCKET_VAR, STARTED_VAR, THIS_BINARY, UNREADABLE_HEADER, forward,
+    serves, started_at,
 };
 
 /// Judges the payload on `stdin` through the server, or here on `engine` (made
@@ -39,7 +40,7 @@ pub fn run(
         );
     }
     // A server of this user must be running this very binary.
-    let this = std::path::Path::new("/proc/self/exe");
+    let this = std::path::Path::new(THIS_BINARY);
     match forward(&forwarding.socket, &payload, origin, this) {
         Ok(Relayed::Answer(answer)) => Outcome {
             answer,

@@ -32,6 +32,9 @@ pub const MAX_PAYLOAD_BYTES: usize = 16 << 20;
 pub const DEADLINE: Duration = Duration::from_secs(30);
 /// The largest answer read.
 const MAX_ANSWER_BYTES: usize = 1 << 20;
+/// The binary this process runs, as a path: the server a `sandrail` process
+/// forwarding its own events expects.
+pub const THIS_BINARY: &str = "/proc/self/exe";
 /// When the forwarding hook started (microseconds since the Unix epoch), for
 /// the `sandrail hook` it falls back to: that hook's deadline then counts the
 /// time already spent on the server, so the two together still answer before

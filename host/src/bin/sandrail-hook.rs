@@ -10,7 +10,7 @@
 //! started refuses the event too: failing open is the configuration's choice.
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
 use sandrail_forward::{
@@ -27,20 +27,20 @@ fn main() -> ExitCode {
         .lock()
         .take(MAX_PAYLOAD_BYTES as u64 + 1)
         .read_to_end(&mut payload);
+    // The sandrail that judges here, which a server of this user must be running.
+    let local = local_sandrail();
     let Some(forwarding) = Forwarding::from_env() else {
-        return judge_locally(&payload, started);
+        return judge_locally(&local, &payload, started);
     };
     if let Err(e) = read {
         eprintln!("sandrail: cannot read the hook payload: {e}");
-        return judge_locally(&payload, started);
+        return judge_locally(&local, &payload, started);
     }
-    // A server of this user must be running the sandrail it would judge with.
-    let server = local_sandrail();
     match forward(
         &forwarding.socket,
         &payload,
         &Origin::of_this_process(),
-        &server,
+        &local,
     ) {
         Ok(Relayed::Answer(answer)) => {
             if let Some(answer) = answer {
@@ -65,7 +65,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("sandrail: {e}; the event is judged by sandrail hook instead");
-            judge_locally(&payload, started)
+            judge_locally(&local, &payload, started)
         }
     }
 }
@@ -87,11 +87,10 @@ fn local_sandrail() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("sandrail"))
 }
 
-/// `sandrail hook` on `payload`, its answer and exit code relayed. Its
+/// `program hook` on `payload`, its answer and exit code relayed. Its
 /// deadline counts from when this hook `started`, not from its own start.
-fn judge_locally(payload: &[u8], started: std::time::SystemTime) -> ExitCode {
-    let program = local_sandrail();
-    let child = Command::new(&program)
+fn judge_locally(program: &Path, payload: &[u8], started: std::time::SystemTime) -> ExitCode {
+    let child = Command::new(program)
         .arg("hook")
         // It judges here: it must not forward again.
         .env_remove(SOCKET_VAR)

@@ -545,7 +545,7 @@ fn check_server(command: &str, project: &Path, findings: &mut Findings) {
         return;
     }
     // The server must run this binary, as the forwarding hook beside it checks.
-    let this = Path::new("/proc/self/exe");
+    let this = Path::new(sandrail::forward::THIS_BINARY);
     let answers = sandrail::forward::serves(&socket, this, std::time::Duration::from_secs(1));
     if let Err(e @ sandrail::forward::ForwardError::NotSandrail { .. }) = &answers {
         findings.error(

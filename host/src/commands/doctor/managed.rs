@@ -139,7 +139,7 @@ fn socket_answers(socket: &Path, findings: &mut Findings) {
     let probe = br#"{"session_id":"sandrail-doctor","hook_event_name":"Notification","message":"sandrail doctor --managed"}"#;
     let origin = sandrail::hook::Origin::of_this_process();
     // The managed server is another user's: its socket's place vouches for it.
-    let this = Path::new("/proc/self/exe");
+    let this = Path::new(sandrail::forward::THIS_BINARY);
     match sandrail::forward::forward(socket, probe, &origin, this) {
         Ok(_) => findings.ok(
             "socket",
