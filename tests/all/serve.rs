@@ -460,6 +460,32 @@ fn the_small_hook_binary_forwards_falls_back_and_refuses() {
     forwards_falls_back_and_refuses(HOOK_BIN, "judged by sandrail hook instead");
 }
 
+/// `sandrail-hook` starts on every tool call: on Linux with glibc it is linked
+/// statically, so no dynamic loader runs before it does (its program headers
+/// name no interpreter), and it still forwards (the test above).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_small_hook_binary_needs_no_dynamic_loader() {
+    const PT_INTERP: u32 = 3;
+    let elf = std::fs::read(HOOK_BIN).expect("read sandrail-hook");
+    assert_eq!(&elf[..4], b"\x7fELF", "not an ELF file");
+    assert_eq!(elf[4], 2, "not a 64-bit ELF file");
+    let at = |offset: usize, len: usize| -> u64 {
+        elf[offset..offset + len]
+            .iter()
+            .rev()
+            .fold(0, |n, b| (n << 8) | u64::from(*b))
+    };
+    let table = at(0x20, 8) as usize;
+    let entry_size = at(0x36, 2) as usize;
+    let entries = at(0x38, 2) as usize;
+    let interpreter = (0..entries).any(|i| at(table + i * entry_size, 4) == u64::from(PT_INTERP));
+    assert!(
+        !interpreter,
+        "{HOOK_BIN} asks for a dynamic loader: it was linked against shared libraries (see host/build.rs, link_forwarder_statically)"
+    );
+}
+
 fn forwards_falls_back_and_refuses(program: &str, judged_locally: &str) {
     let project = Project::new();
     project.config(CONFIG);
