@@ -28,6 +28,26 @@ pub enum FileError {
     },
 }
 
+/// The script files a command line runs, as the shell analysis reads them:
+/// through [`open_regular`], so a FIFO put in a script's place cannot wedge the
+/// hook, and a script sandrail may not read makes the line unjudgeable.
+#[derive(Debug, Clone, Copy)]
+pub struct ScriptsOnDisk;
+
+impl sandrail_shell::ScriptFiles for ScriptsOnDisk {
+    fn open(&self, path: &Path) -> Result<(Box<dyn Read + '_>, u64), sandrail_shell::ScriptUnread> {
+        match open_regular(path, u64::MAX) {
+            Ok((file, size)) => Ok((Box::new(file), size)),
+            Err(FileError::Open { source, .. })
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                Err(sandrail_shell::ScriptUnread::Denied)
+            }
+            Err(_) => Err(sandrail_shell::ScriptUnread::Absent),
+        }
+    }
+}
+
 /// Opens `path` for reading if it is a regular file of at most `max` bytes, and
 /// returns it with its size. Symlinks are followed; what they lead to is checked.
 pub fn open_regular(path: &Path, max: u64) -> Result<(File, u64), FileError> {

@@ -13,7 +13,8 @@
 //! - [`policy`]: the policy in force: per-session snapshots, the ratchet
 //! - [`os_sandbox`]: the harness's OS sandbox settings that keep sandrail's paths
 //!   from the agent
-//! - [`shell`]: what a shell command line runs, for the facts
+//! - [`shell`]: what a shell command line runs, for the facts (the
+//!   `sandrail-shell` crate)
 //! - [`transcript`]: reading the transcript, for the current turn
 //! - [`replay`]: a transcript read back into the events it caused
 //! - [`files`]: reading files named from outside, safely
@@ -58,7 +59,8 @@ pub mod receipts;
 pub mod replay;
 pub mod runtime;
 pub mod serve;
-pub mod shell;
+/// The shell analysis, a crate of its own (`host/shell`).
+pub use sandrail_shell as shell;
 pub mod store;
 pub mod system_programs;
 pub mod transcript;

@@ -442,7 +442,11 @@ impl Effects {
         let too_deep = if powershell {
             shell::powershell::visit(line, 0, &mut each)
         } else {
-            shell::visit_in(line, cwd, &mut each)
+            let run_in = cwd.map(|cwd| shell::RunIn {
+                cwd,
+                files: &crate::files::ScriptsOnDisk,
+            });
+            shell::visit_in(line, run_in, &mut each)
         };
         // Codex applies a patch typed into its shell (`apply_patch <<'EOF' … EOF`,
         // or the patch as its argument): the headers on the line, wherever they

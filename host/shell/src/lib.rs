@@ -19,10 +19,11 @@ pub mod powershell;
 pub mod printed;
 mod wrappers;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use embedded::Script;
-pub(crate) use embedded::interpreter_code;
+pub use embedded::interpreter_code;
 pub use wrappers::runs_stdin;
 
 /// Deepest nesting of substitutions and inline scripts followed. A command line
@@ -32,6 +33,34 @@ pub const MAX_DEPTH: usize = 8;
 /// How many commands feeding one command (through a pipe or a substitution) are
 /// remembered: enough to see `curl … | sh`, bounded for pathological lines.
 const MAX_FEEDERS: usize = 16;
+
+/// How the analysis reads a script file a line runs (`bash a.sh`, `./a.sh`):
+/// the one thing it reads from outside the line. The caller decides how a file
+/// is opened (sandrail opens it without blocking, and only a regular file, so
+/// a FIFO put in its place cannot wedge the hook).
+pub trait ScriptFiles {
+    /// `path`, opened for reading, with its size in bytes.
+    fn open(&self, path: &Path) -> Result<(Box<dyn Read + '_>, u64), ScriptUnread>;
+}
+
+/// Why a script file a line runs was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptUnread {
+    /// It is there but may not be read (a managed server runs as a user of its
+    /// own): what the line runs cannot be seen, so it cannot be judged.
+    Denied,
+    /// It is not there, or is not a regular file: the line runs nothing from it.
+    Absent,
+}
+
+/// Where a line runs, for reading the script files it runs.
+#[derive(Clone, Copy)]
+pub struct RunIn<'a> {
+    /// The directory the line runs in; relative script paths are read from it.
+    pub cwd: &'a Path,
+    /// How the script files are opened.
+    pub files: &'a dyn ScriptFiles,
+}
 
 /// One simple command a line runs.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -100,11 +129,11 @@ pub fn visit(line: &str, each: &mut dyn FnMut(Command)) -> bool {
     visit_in(line, None, each)
 }
 
-/// [`visit`] for a line run in `cwd`: a script file it runs (`bash a.sh`,
-/// `./a.sh`) is read from there and followed too.
-pub fn visit_in(line: &str, cwd: Option<&Path>, each: &mut dyn FnMut(Command)) -> bool {
+/// [`visit`] for a line run where `run_in` says: a script file it runs
+/// (`bash a.sh`, `./a.sh`) is read from there and followed too.
+pub fn visit_in(line: &str, run_in: Option<RunIn<'_>>, each: &mut dyn FnMut(Command)) -> bool {
     let mut variables = Variables {
-        cwd: cwd.map(Path::to_path_buf),
+        run_in,
         ..Variables::default()
     };
     let too_deep = collect(line, 0, &mut variables, each);
@@ -156,7 +185,7 @@ fn brace_list(word: &str) -> Option<(usize, usize)> {
 /// Variables assigned by earlier commands of the line (`x=rm; $x -rf /`), so a
 /// word that is only a reference to one can be resolved.
 #[derive(Default)]
-struct Variables {
+struct Variables<'a> {
     values: std::collections::HashMap<String, String>,
     /// Bytes of values substituted so far on this line.
     expanded: usize,
@@ -167,7 +196,7 @@ struct Variables {
     /// it wrote, so running one later on the line runs that text.
     scripts: Vec<(String, String)>,
     /// Where the line runs, so a script file it runs can be read.
-    cwd: Option<PathBuf>,
+    run_in: Option<RunIn<'a>>,
     /// The script files followed, each once per line, and their bytes.
     followed: std::collections::HashSet<PathBuf>,
     followed_bytes: u64,
@@ -251,7 +280,7 @@ const MAX_VARIABLE_LEN: usize = 4096;
 /// $x …`) costs bounded time and memory; past it the line is unanalysable.
 pub const MAX_EXPANDED_BYTES: usize = 1 << 20;
 
-impl Variables {
+impl Variables<'_> {
     /// Records the assignments of a command made only of assignments, or of
     /// `export`/`declare`/`local`/`readonly`/`typeset` (`export D=/`).
     fn record(&mut self, command: &Command) {
@@ -403,27 +432,20 @@ impl Variables {
     /// the budget, makes the line unanalysable, as does one sandrail may not
     /// read. A binary is not read.
     fn script_file(&mut self, argv: &[String]) -> Option<(String, String)> {
-        use std::io::Read;
-        let cwd = self.cwd.as_deref()?;
+        let run_in = self.run_in?;
         let (file, by_shell) = script_run(argv)?;
         if !by_shell && !file.contains('/') {
             return None;
         }
-        let path = cwd.join(file);
-        // Opened without blocking and checked to be a regular file: a FIFO put in
-        // its place cannot wedge the hook.
-        let (mut opened, size) = match crate::files::open_regular(&path, u64::MAX) {
+        let path = run_in.cwd.join(file);
+        let (mut opened, size) = match run_in.files.open(&path) {
             Ok(opened) => opened,
-            // There, but not for sandrail to read (a managed server runs as a
-            // user of its own): what it runs cannot be seen, so the line cannot
-            // be judged.
-            Err(crate::files::FileError::Open { source, .. })
-                if source.kind() == std::io::ErrorKind::PermissionDenied =>
-            {
+            // What it runs cannot be seen, so the line cannot be judged.
+            Err(ScriptUnread::Denied) => {
                 self.exhausted = true;
                 return None;
             }
-            Err(_) => return None,
+            Err(ScriptUnread::Absent) => return None,
         };
         let mut head = [0u8; 256];
         let read = opened.read(&mut head).ok()?;

@@ -402,7 +402,7 @@ pub fn decode_utf16le_base64(encoded: &str) -> Option<String> {
 
 /// The code an interpreter runs from its arguments (`-c`, `-e`, `--eval`, `-p`,
 /// `-E`, `-r`; `deno eval`, `bun -e`).
-pub(crate) fn interpreter_code(name: &str, args: &[String]) -> Option<String> {
+pub fn interpreter_code(name: &str, args: &[String]) -> Option<String> {
     let flags: &[&str] = match name {
         "python" | "python2" | "python3" => &["-c"],
         "node" | "nodejs" | "bun" => &["-e", "--eval", "-p", "--print"],
