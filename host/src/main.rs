@@ -294,12 +294,17 @@ fn hook(harness: Harness) -> ExitCode {
     let origin = hook::Origin::of_this_process();
     // Read into the host's model, judged as Claude Code's, answered in the
     // harness's dialect.
-    let outcome = sandrail::harness::judge(
-        harness,
-        std::io::stdin().lock(),
-        &origin,
-        |payload, origin| judge(payload, origin, &watchdog, started),
-    );
+    let judged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        sandrail::harness::judge(
+            harness,
+            std::io::stdin().lock(),
+            &origin,
+            |payload, origin| judge(payload, origin, &watchdog, started),
+        )
+    }));
+    let Ok(outcome) = judged else {
+        return faulted();
+    };
     if !watchdog.answering() {
         // The watchdog answered first and is ending the process.
         return ExitCode::SUCCESS;
@@ -314,6 +319,18 @@ fn hook(harness: Harness) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// A fault in sandrail itself while judging (a panic, its message printed
+/// above) refuses the event whatever `on_error` says: a fault the agent's own
+/// input can set off (a command line spelt to reach it) must not be a way past
+/// every guardrail. Only the exit code and stderr answer, which every harness
+/// reads.
+fn faulted() -> ExitCode {
+    eprintln!(
+        "sandrail: sandrail failed while judging this event (its error is above; please report it), so the event is refused"
+    );
+    ExitCode::from(2)
 }
 
 /// Judges one Claude-shaped payload: by the server when one is configured (this

@@ -595,3 +595,16 @@ fn force_with_lease_has_a_switch_only_a_person_turns_on() {
         .hook(&bash("sess-trusted", "git push --force-with-lease"))
         .assert_silent();
 }
+
+/// Found by the shell analysis's fuzz target: a word opening with a character
+/// wider than a byte after `su` or `script` made the analysis panic, and the
+/// hook's exit (101, neither allow nor refuse) let the call proceed unjudged,
+/// whatever followed it on the line.
+#[test]
+fn a_wide_character_after_a_wrapper_does_not_end_the_analysis() {
+    assert_table(&[
+        ("su éclair; rm -rf /", RD),
+        ("script ñ -c 'rm -rf /'", RD),
+        ("su ñ", None),
+    ]);
+}

@@ -1501,7 +1501,8 @@ pub(crate) fn options_then(words: &[String], takes_value: &[&str], assignments: 
             break;
         }
     }
-    i
+    // An option whose value is missing ends the words, not past them.
+    i.min(words.len())
 }
 
 /// The commands `find … -exec CMD … ;` (or `-execdir`, `-ok`, `-okdir`) runs.

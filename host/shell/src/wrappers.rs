@@ -487,12 +487,14 @@ pub fn scripts(argv: &[String]) -> Vec<Script> {
             let mut words = rest.iter();
             while let Some(word) = words.next() {
                 // `script -qc CMD`: a cluster of short options ending in one.
-                let clustered = !word.starts_with("--")
+                // (`-` first: a word opening with a wider character is not cut.)
+                let clustered = word.starts_with('-')
+                    && !word.starts_with("--")
                     && word.len() > 2
                     && word[1..].chars().all(|c| c.is_ascii_alphabetic())
                     && script_options
                         .iter()
-                        .any(|o| o.len() == 2 && word.starts_with('-') && word.ends_with(&o[1..]));
+                        .any(|o| o.len() == 2 && word.ends_with(&o[1..]));
                 if script_options.contains(&word.as_str()) || clustered {
                     return words
                         .next()
@@ -566,6 +568,36 @@ mod tests {
 
     fn words(line: &str) -> Vec<String> {
         line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    /// Found by the fuzz target (host/shell/fuzz): a wrapper's option that
+    /// takes a value, last on the line, counted its missing value as a word,
+    /// so where the command starts was past the end of the line.
+    #[test]
+    fn an_option_missing_its_value_ends_the_wrapper_s_words() {
+        for line in ["rlwrap -p", "strace -o", "flock -w", "taskset -c"] {
+            let argv = words(line);
+            if let Some(start) = command_start(&argv) {
+                assert!(start <= argv.len(), "{line}: {start}");
+            }
+        }
+    }
+
+    /// Found by the fuzz target: a word after a wrapper that runs a script
+    /// (`su`, `script`) opening with a character wider than a byte was cut
+    /// inside it, and the analysis panicked.
+    #[test]
+    fn a_wide_first_character_after_a_wrapper_is_read_whole() {
+        for line in ["su éclair; rm -rf /", "script ñ -c 'rm -rf /'"] {
+            let analysis = crate::analyse(line);
+            assert!(
+                analysis
+                    .commands
+                    .iter()
+                    .any(|c| c.argv.first().is_some_and(|p| p == "rm")),
+                "{line}: {analysis:?}"
+            );
+        }
     }
 
     #[test]
