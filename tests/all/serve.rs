@@ -486,6 +486,26 @@ fn the_small_hook_binary_needs_no_dynamic_loader() {
     );
 }
 
+/// `sandrail hook` answers with exit code 0 or 2; a local hook that ends any
+/// other way (a crash: Rust's panic exit is 101) is not relayed as the harness
+/// would read it, a pass, but refuses the event.
+#[cfg(unix)]
+#[test]
+fn a_local_hook_that_crashes_refuses_through_the_forwarder() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = Project::new();
+    let dir = project.root.path().join("bin");
+    std::fs::create_dir_all(&dir).expect("bin dir");
+    std::fs::copy(HOOK_BIN, dir.join("sandrail-hook")).expect("copy sandrail-hook");
+    let crashing = dir.join("sandrail");
+    std::fs::write(&crashing, "#!/bin/sh\ncat >/dev/null\nexit 101\n").expect("script");
+    std::fs::set_permissions(&crashing, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let cmd = project.with_env(std::process::Command::new(dir.join("sandrail-hook")));
+    let run = project.hook_with(cmd, &bash("crash", "ls"));
+    assert_eq!(run.code(), Some(2), "{}", run.stderr());
+    assert!(run.stderr().contains("exit code 101"), "{}", run.stderr());
+}
+
 fn forwards_falls_back_and_refuses(program: &str, judged_locally: &str) {
     let project = Project::new();
     project.config(CONFIG);

@@ -113,7 +113,16 @@ fn judge_locally(program: &Path, payload: &[u8], started: std::time::SystemTime)
     }
     match child.wait() {
         Ok(status) => match status.code() {
-            Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(2)),
+            Some(0) => ExitCode::SUCCESS,
+            Some(2) => ExitCode::from(2),
+            // `sandrail hook` answers with 0 or 2 only; anything else is a
+            // crash, which a harness would take as a pass.
+            Some(code) => {
+                eprintln!(
+                    "sandrail: sandrail hook ended with exit code {code}, not an answer, so the event is refused"
+                );
+                ExitCode::from(2)
+            }
             None => {
                 eprintln!("sandrail: sandrail hook was ended by a signal, so the event is refused");
                 ExitCode::from(2)
