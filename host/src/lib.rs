@@ -18,7 +18,7 @@
 //! - [`transcript`]: reading the transcript, for the current turn
 //! - [`replay`]: a transcript read back into the events it caused
 //! - [`files`]: reading files named from outside, safely
-//! - [`guest_text`]: a guardrail's text made safe to show
+//! - [`guest_text`]: a guardrail's text made safe to show (`sandrail-event`)
 //! - [`store`]: guardrail state in redb
 //! - [`runtime`]: wasmtime, the component cache and the sandbox
 //! - [`escalation`]: levels, counters' thresholds and messages
@@ -31,18 +31,19 @@
 pub mod audit;
 pub mod builtins;
 pub mod cases;
-pub mod clock;
+pub use sandrail_event::clock;
 pub mod config;
 pub mod cycle;
 pub mod deadline;
 pub mod engine;
 pub mod escalation;
 pub mod evaluate;
-pub mod event;
+/// The event kinds (the `sandrail-event` crate, `host/event`).
+pub use sandrail_event as event;
 pub mod facts;
 pub mod files;
 pub mod forward;
-pub mod guest_text;
+pub use sandrail_event::text as guest_text;
 pub mod harness;
 pub mod holders;
 pub mod hook;

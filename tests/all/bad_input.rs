@@ -36,6 +36,19 @@ fn empty_stdin() {
     assert_rejected(&project, b"  \n", "payload on stdin is empty");
 }
 
+/// Found by the payload reader's fuzz target: a payload whose last byte is a
+/// backslash made the reader panic (exit 101, which a harness takes as a pass)
+/// rather than find it unreadable, when `on_error` decides.
+#[test]
+fn a_payload_ending_in_a_backslash_is_unreadable_not_a_crash() {
+    let project = project_with_state();
+    assert_rejected(
+        &project,
+        br#"{"session_id": "sess-bad", "hook_event_name": "Stop", "a": "\"#,
+        "not valid JSON",
+    );
+}
+
 #[test]
 fn invalid_json() {
     let project = project_with_state();

@@ -1,4 +1,12 @@
-//! The hook events sandrail judges, independent of any one harness's spelling.
+//! An event as sandrail reads it, before anything judges it: the hook events,
+//! independent of any one harness's spelling; the payload read into one model
+//! ([`payload`]); the clock events are stamped with ([`clock`]); and text from
+//! outside made safe to show ([`text`]). The bottom layer: it imports nothing
+//! of sandrail's.
+
+pub mod clock;
+pub mod payload;
+pub mod text;
 
 use std::fmt;
 
