@@ -608,3 +608,21 @@ fn a_wide_character_after_a_wrapper_does_not_end_the_analysis() {
         ("su ñ", None),
     ]);
 }
+
+/// Bash keeps the low byte of an octal escape past `\377` (`$'\562'` is `r`),
+/// and GNU env takes `-S` inside a cluster of short options (`-iS`): both
+/// spellings run what they name.
+#[test]
+fn octal_escapes_past_a_byte_and_clustered_env_split_strings_are_read_as_bash_and_env_do() {
+    assert_table(&[
+        ("$'\\562'm -rf ~", RD),
+        ("$'\\562\\555' -rf ~", RD),
+        ("git push $'--forc\\545'", Some("force-push")),
+        ("env -iS 'rm -rf ~'", RD),
+        ("env -vS 'rm -rf ~'", RD),
+        ("env -iS'rm -rf ~'", RD),
+        ("env -i0S 'git push --force'", Some("force-push")),
+        ("env -iu S ls", None),
+        ("echo $'\\562'", None),
+    ]);
+}

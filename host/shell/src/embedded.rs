@@ -12,7 +12,7 @@
 
 use base64::Engine as _;
 
-use super::{ENV_OPTIONS, options_then, program, splits_string};
+use super::{ENV_OPTIONS, env_split_option, options_then, program, splits_string};
 
 /// A script found in a command's arguments.
 #[derive(Debug, PartialEq, Eq)]
@@ -256,11 +256,8 @@ fn env_split_string(args: &[String]) -> Option<Script> {
     let options = options_then(args, ENV_OPTIONS, true);
     let at = args[..options]
         .iter()
-        .position(|w| w.starts_with("-S") || w.starts_with("--split-string"))?;
-    let word = &args[at];
-    let inline = word
-        .strip_prefix("--split-string=")
-        .or_else(|| word.strip_prefix("-S").filter(|v| !v.is_empty()));
+        .position(|w| env_split_option(w).is_some())?;
+    let inline = env_split_option(&args[at]).filter(|v| !v.is_empty());
     let mut script: Vec<&str> = inline.into_iter().collect();
     script.extend(args[at + 1..].iter().map(String::as_str));
     Some(Script::Shell(script.join(" ")))

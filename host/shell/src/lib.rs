@@ -1194,8 +1194,9 @@ impl<'a, 's> Lexer<'a, 's> {
                 }
             }
             '0'..='7' => {
+                // Bash keeps the low byte: `\562` is `r`, as `\162` is.
                 let (value, n) = digits(8, 3, i);
-                (char::from_u32(value), i + n)
+                (char::from_u32(value & 0xff), i + n)
             }
             other => (Some(other), i + 1),
         };
@@ -1462,7 +1463,29 @@ pub(crate) fn splits_string(words: &[String]) -> bool {
     let options = options_then(words, ENV_OPTIONS, true);
     words[..options]
         .iter()
-        .any(|w| w == "--split-string" || w.starts_with("--split-string=") || w.starts_with("-S"))
+        .any(|w| env_split_option(w).is_some())
+}
+
+/// Whether `word` is env's split-string option, alone (`-S`, `--split-string`)
+/// or in a cluster of short options (`-iS`, `-vS'…'`), and the string attached
+/// to it (empty when the string is the next word).
+pub(crate) fn env_split_option(word: &str) -> Option<&str> {
+    if word == "--split-string" {
+        return Some("");
+    }
+    if let Some(attached) = word.strip_prefix("--split-string=") {
+        return Some(attached);
+    }
+    let cluster = word.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
+    for (at, c) in cluster.char_indices() {
+        match c {
+            'S' => return Some(&cluster[at + 1..]),
+            // These take the rest of the word, or the next, as their value.
+            'u' | 'C' => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 const WATCH_OPTIONS: &[&str] = &["-n", "--interval", "-q", "--equexit"];
