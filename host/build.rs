@@ -115,32 +115,14 @@ const STATIC_IN_PLACE_OF: &[(&str, &[&str])] = &[
 /// `libc.a`), another linker is configured or the build is a cross build, it
 /// is linked as usual, and the build says so.
 fn link_forwarder_statically(out_dir: &Path) {
-    for var in [
-        "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER",
-        "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
-        "RUSTC_LINKER",
-    ] {
-        println!("cargo:rerun-if-env-changed={var}");
-    }
     let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let target_env = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     if os != "linux" || target_env != "gnu" {
         return;
     }
-    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    let linker_var = format!(
-        "CARGO_TARGET_{}_LINKER",
-        env::var("TARGET")
-            .unwrap_or_default()
-            .to_uppercase()
-            .replace('-', "_")
-    );
     let dynamic_because = if env::var("TARGET").ok() != env::var("HOST").ok() {
         Some("this is a cross build".to_string())
-    } else if env::var_os(&linker_var).is_some()
-        || env::var_os("RUSTC_LINKER").is_some()
-        || flags.contains("linker")
-    {
+    } else if other_linker_configured() {
         Some("another linker is configured".to_string())
     } else {
         static_library_scripts(&out_dir.join("static-libs")).err()
@@ -163,12 +145,16 @@ fn link_forwarder_statically(out_dir: &Path) {
 /// a linker script naming the static archives `cc` links from.
 fn static_library_scripts(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // Each archive found once, though several scripts name it.
+    let mut found = std::collections::BTreeMap::new();
     for (library, archives) in STATIC_IN_PLACE_OF {
-        let mut paths = Vec::new();
+        let mut quoted = Vec::new();
         for archive in *archives {
-            paths.push(archive_path(archive)?);
+            if !found.contains_key(archive) {
+                found.insert(*archive, archive_path(archive)?);
+            }
+            quoted.push(format!("\"{}\"", found[archive]));
         }
-        let quoted: Vec<String> = paths.iter().map(|p| format!("\"{p}\"")).collect();
         let script = format!("GROUP ( {} )\n", quoted.join(" "));
         let path = dir.join(format!("lib{library}.so"));
         std::fs::write(&path, script)
@@ -204,19 +190,9 @@ fn archive_path(archive: &str) -> Result<String, String> {
 fn link_hot_code_together(manifest_dir: &Path) {
     let list = manifest_dir.join("link/hot-symbols.txt");
     println!("cargo:rerun-if-changed={}", list.display());
-    for var in [
-        "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER",
-        "RUSTC_LINKER",
-    ] {
-        println!("cargo:rerun-if-env-changed={var}");
-    }
     let target = env::var("TARGET").unwrap_or_default();
     let profile = env::var("PROFILE").unwrap_or_default();
-    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    let other_linker = env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some()
-        || env::var_os("RUSTC_LINKER").is_some()
-        || flags.contains("linker");
-    if target != "x86_64-unknown-linux-gnu" || profile != "release" || other_linker {
+    if target != "x86_64-unknown-linux-gnu" || profile != "release" || other_linker_configured() {
         return;
     }
     if list.is_file() {
@@ -226,6 +202,24 @@ fn link_hot_code_together(manifest_dir: &Path) {
         );
         println!("cargo:rustc-link-arg-bin=sandrail=-Wl,--no-warn-symbol-ordering");
     }
+}
+
+/// Whether a linker other than Rust's default is configured for the target
+/// (then what the link arguments above assume may not hold).
+fn other_linker_configured() -> bool {
+    let linker_var = format!(
+        "CARGO_TARGET_{}_LINKER",
+        env::var("TARGET")
+            .unwrap_or_default()
+            .to_uppercase()
+            .replace('-', "_")
+    );
+    for var in [linker_var.as_str(), "RUSTC_LINKER"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    env::var_os(&linker_var).is_some()
+        || env::var_os("RUSTC_LINKER").is_some()
+        || env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|flags| flags.contains("linker"))
 }
 
 /// The (package name, directory) of every crate directly under `dir`. A guardrail

@@ -66,22 +66,7 @@ pub mod store;
 pub mod system_programs;
 pub mod transcript;
 
-/// Lowercase hex sha256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    hex(&Sha256::digest(bytes))
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-            let _ = write!(out, "{b:02x}");
-            out
-        })
-}
+pub use sandrail_event::{hex, sha256_hex};
 
 /// Whether debug messages are wanted (`SANDRAIL_LOG=debug`).
 pub fn debug_logging() -> bool {

@@ -496,10 +496,12 @@ fn a_local_hook_that_crashes_refuses_through_the_forwarder() {
     let project = Project::new();
     let dir = project.root.path().join("bin");
     std::fs::create_dir_all(&dir).expect("bin dir");
-    std::fs::copy(HOOK_BIN, dir.join("sandrail-hook")).expect("copy sandrail-hook");
-    let crashing = dir.join("sandrail");
-    std::fs::write(&crashing, "#!/bin/sh\ncat >/dev/null\nexit 101\n").expect("script");
-    std::fs::set_permissions(&crashing, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    copy_program(HOOK_BIN, &dir.join("sandrail-hook"));
+    // Written aside, then copied into place by another process (ETXTBSY).
+    let script = project.root.path().join("crashing");
+    std::fs::write(&script, "#!/bin/sh\ncat >/dev/null\nexit 101\n").expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    copy_program(&script.to_string_lossy(), &dir.join("sandrail"));
     let cmd = project.with_env(std::process::Command::new(dir.join("sandrail-hook")));
     let run = project.hook_with(cmd, &bash("crash", "ls"));
     assert_eq!(run.code(), Some(2), "{}", run.stderr());

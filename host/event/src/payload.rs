@@ -5,8 +5,6 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Read;
 
-use sha2::Digest as _;
-
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -203,9 +201,7 @@ fn derived_session_id(cwd: Option<&str>) -> String {
     #[cfg(not(unix))]
     let parent = 0;
     let day = crate::clock::rfc3339(crate::clock::now())[..10].replace('-', "");
-    let digest = sha2::Sha256::digest(format!("{dir}:{parent}:{day}").as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    hex[..36].to_owned()
+    crate::sha256_hex(format!("{dir}:{parent}:{day}").as_bytes())[..36].to_owned()
 }
 
 /// An object's members as unparsed JSON. serde_json skips a raw value without
