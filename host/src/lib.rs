@@ -9,23 +9,27 @@
 //! - [`event`]: the event kinds sandrail judges
 //! - [`config`]: `sandrail.toml` and the embedded default
 //! - [`facts`]: what the host derives about an event for every guardrail
-//! - [`mandate`]: the mandate file: limits, case layout
+//!   (`sandrail-facts`)
+//! - [`mandate`]: the mandate file: limits, case layout (`sandrail-facts`)
 //! - [`policy`]: the policy in force: per-session snapshots, the ratchet
 //! - [`os_sandbox`]: the harness's OS sandbox settings that keep sandrail's paths
 //!   from the agent
 //! - [`shell`]: what a shell command line runs, for the facts (the
 //!   `sandrail-shell` crate)
 //! - [`transcript`]: reading the transcript, for the current turn
+//!   (`sandrail-facts`)
 //! - [`replay`]: a transcript read back into the events it caused
-//! - [`files`]: reading files named from outside, safely
+//! - [`files`]: reading files named from outside, safely (`sandrail-files`)
 //! - [`guest_text`]: a guardrail's text made safe to show (`sandrail-event`)
-//! - [`store`]: guardrail state in redb
+//! - [`store`]: guardrail state in redb (`sandrail-store`)
 //! - [`runtime`]: wasmtime, the component cache and the sandbox
 //! - [`escalation`]: levels, counters' thresholds and messages
+//!   (`sandrail-store`)
 //! - [`audit`]: the override trail in the project
 //! - [`clock`]: the current time (`SANDRAIL_NOW` in tests)
 //! - [`evaluate`]: running the guardrails and combining their verdicts
 //! - [`holders`]: who holds a file lock, and whether it is sandrail at work
+//!   (`sandrail-store`)
 //! - [`hook`]: the `sandrail hook` command end to end
 
 pub mod audit;
@@ -36,22 +40,23 @@ pub mod config;
 pub mod cycle;
 pub mod deadline;
 pub mod engine;
-pub mod escalation;
 pub mod evaluate;
 /// The event kinds (the `sandrail-event` crate, `host/event`).
 pub use sandrail_event as event;
-pub mod facts;
-pub mod files;
+/// The fact namespaces (the `sandrail-facts` crate, `host/facts`), with the
+/// transcript's turn, the mandate and the system programs they use.
+pub use sandrail_facts as facts;
+pub use sandrail_facts::{mandate, system_programs, transcript};
+/// Reading and writing files safely (the `sandrail-files` crate, `host/files`).
+pub use sandrail_files as files;
 pub mod forward;
 pub use sandrail_event::text as guest_text;
 pub mod harness;
-pub mod holders;
 pub mod hook;
 pub mod inspect;
 pub mod locations;
 pub mod lock;
 pub mod managed;
-pub mod mandate;
 pub mod os_sandbox;
 pub mod policy;
 pub mod protect;
@@ -62,9 +67,10 @@ pub mod runtime;
 pub mod serve;
 /// The shell analysis, a crate of its own (`host/shell`).
 pub use sandrail_shell as shell;
-pub mod store;
-pub mod system_programs;
-pub mod transcript;
+/// Guardrail state in redb (the `sandrail-store` crate, `host/store`), with
+/// the escalation ladder and the lock holders.
+pub use sandrail_store as store;
+pub use sandrail_store::{escalation, holders};
 
 pub use sandrail_event::{hex, sha256_hex};
 

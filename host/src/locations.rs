@@ -8,6 +8,8 @@ pub mod binding;
 
 use std::path::{Path, PathBuf};
 
+pub use sandrail_files::{create_private_dir, open_private_file};
+
 use crate::managed;
 use crate::policy;
 
@@ -316,26 +318,6 @@ pub fn canonical(path: &Path) -> PathBuf {
         }
         clean
     })
-}
-
-/// Creates `dir` (and its parents) readable by its owner only: the state holds what
-/// guardrails recorded about a session, and the cache holds native code.
-pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
-
-/// Opens `path` for reading and writing, creating it readable by its owner only if
-/// it does not exist; its contents are left as they are.
-pub fn open_private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
 }
 
 /// The home directories whose settings count for a hook: `HOME`, as the

@@ -33,7 +33,7 @@ use blobs::Blobs;
 use manifest::{Captured, Manifest};
 
 /// The extension of a session's policy record, beside its database.
-pub const SESSION_RECORD: &str = "policy";
+pub const SESSION_RECORD: &str = crate::store::POLICY_RECORD;
 /// Where each project's accepted policy is kept, under the state directory.
 const PROJECTS_DIR: &str = "policy/projects";
 /// Copies no record refers to are removed once they are this old (seconds): a

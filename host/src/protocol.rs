@@ -10,6 +10,7 @@ use crate::event::EventKind;
 pub use sandrail_event::payload::{
     HookInput, MAX_PAYLOAD_BYTES, PLATFORM_KEY, PayloadError, members,
 };
+pub use sandrail_event::text::cap_chars;
 
 /// Claude Code caps strings in a hook answer at this many characters.
 pub const MAX_ANSWER_CHARS: usize = 10_000;
@@ -130,28 +131,9 @@ fn join_capped(parts: &[String]) -> Option<String> {
     Some(cap_chars(&parts.join("\n"), MAX_ANSWER_CHARS))
 }
 
-/// Cuts `text` to at most `max` characters, marking the cut.
-pub fn cap_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max.saturating_sub(1)) {
-        Some((cut, _)) if text[cut..].chars().count() > 1 => {
-            let mut out = text[..cut].to_owned();
-            out.push('…');
-            out
-        }
-        _ => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cap_keeps_short_text_and_marks_cuts() {
-        assert_eq!(cap_chars("abc", 3), "abc");
-        assert_eq!(cap_chars("abcd", 3), "ab…");
-        assert_eq!(cap_chars("ééé", 10), "ééé");
-    }
 
     #[test]
     fn pre_tool_use_deny_shape() {

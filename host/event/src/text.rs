@@ -71,9 +71,28 @@ fn is_hidden(c: char) -> bool {
         || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
 }
 
+/// Cuts `text` to at most `max` characters, marking the cut.
+pub fn cap_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max.saturating_sub(1)) {
+        Some((cut, _)) if text[cut..].chars().count() > 1 => {
+            let mut out = text[..cut].to_owned();
+            out.push('…');
+            out
+        }
+        _ => text.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cap_keeps_short_text_and_marks_cuts() {
+        assert_eq!(cap_chars("abc", 3), "abc");
+        assert_eq!(cap_chars("abcd", 3), "ab…");
+        assert_eq!(cap_chars("ééé", 10), "ééé");
+    }
 
     #[test]
     fn every_line_carries_its_author() {

@@ -17,15 +17,22 @@
 //! reads it fails its check instead of passing by accident. `session` and `case`
 //! cost a state write per tool call; the host keeps them only while a configured
 //! guardrail declares it reads them ([`Costly`]).
+//!
+//! The facts layer: it sits on the shell analysis, the event and the file
+//! readers, and imports nothing of the store, the policy or the runtime; what
+//! the session did before comes in as [`SessionFacts`] its caller read.
 
 pub mod case;
 mod contents;
 mod destructive;
+pub mod mandate;
 pub mod packs;
 pub mod patterns;
 pub mod places;
 pub mod schema;
+pub mod system_programs;
 mod tool;
+pub mod transcript;
 
 use std::collections::BTreeMap;
 
@@ -36,8 +43,9 @@ pub use destructive::is_critical;
 pub use patterns::Patterns;
 pub use tool::{ChangedPath, Changes, absolute};
 
+use sandrail_event::payload::HookInput;
+
 use crate::mandate::Mandate;
-use crate::protocol::HookInput;
 
 /// Namespaces whose upkeep costs a state write per tool call, kept only while a
 /// configured guardrail declares it reads them.
@@ -261,7 +269,7 @@ fn platform(input: &HookInput) -> Value {
             if other.is_some() {
                 eprintln!(
                     "sandrail: `{}` in the payload is not a JSON object; platform.present is false",
-                    crate::protocol::PLATFORM_KEY
+                    sandrail_event::payload::PLATFORM_KEY
                 );
             }
             json!({ "present": false })

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use super::super::places::{Place, Reach};
-use crate::shell;
+use sandrail_shell as shell;
 
 /// A recursive or forced delete of a place outside the project and the
 /// temporary and cache directories.
@@ -361,7 +361,7 @@ fn of_interpreter(program: &str, args: &[String], cwd: Option<&Path>) -> Option<
                 Some(cwd) => cwd.join(script),
                 None => Path::new(script).to_path_buf(),
             };
-            let bytes = crate::files::read_regular(&path, MAX_SCRIPT_BYTES).ok()?;
+            let bytes = sandrail_files::read_regular(&path, MAX_SCRIPT_BYTES).ok()?;
             String::from_utf8_lossy(&bytes).into_owned()
         }
     };

@@ -20,7 +20,7 @@ pub const LISTING_BUDGET: Duration = Duration::from_secs(2);
 /// written and its last component. None when the file cannot be read.
 pub fn patch_targets(file: &Path, strip: Option<usize>) -> Option<Vec<String>> {
     // Without blocking, and only a regular file: a FIFO cannot wedge the hook.
-    let (file, size) = crate::files::open_regular(file, MAX_PATCH_BYTES).ok()?;
+    let (file, size) = sandrail_files::open_regular(file, MAX_PATCH_BYTES).ok()?;
     let mut bytes = Vec::new();
     file.take(size).read_to_end(&mut bytes).ok()?;
     Some(targets_in(&String::from_utf8_lossy(&bytes), strip))

@@ -27,7 +27,7 @@ const MAX_MANDATE_BYTES: u64 = 1 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum MandateError {
     #[error("cannot read the mandate: {0}")]
-    Read(#[from] crate::files::FileError),
+    Read(#[from] sandrail_files::FileError),
     #[error("the mandate {path} is not valid {format}: {message}")]
     Parse {
         path: String,
@@ -66,7 +66,7 @@ pub struct Mandate {
 
 /// The bytes of the mandate file at `path`, within the size a mandate may have.
 pub fn read(path: &Path) -> Result<Vec<u8>, MandateError> {
-    Ok(crate::files::read_regular(path, MAX_MANDATE_BYTES)?)
+    Ok(sandrail_files::read_regular(path, MAX_MANDATE_BYTES)?)
 }
 
 impl Mandate {

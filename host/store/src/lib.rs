@@ -14,9 +14,16 @@
 //! Every keyspace has a key limit and a byte budget per session, and a listing is
 //! bounded, so no guardrail can fill the disk or make the host hold more than a few
 //! MiB on its behalf.
+//!
+//! The store layer: above the facts (it keeps the session's) and the file
+//! helpers, below the policy, the runtime and the engine, none of which it may
+//! import. The escalation ladder it counts against and the lock holders it
+//! names live here too ([`escalation`], [`holders`]).
 
 pub mod cycle;
+pub mod escalation;
 mod flags;
+pub mod holders;
 pub mod lifecycle;
 mod lock;
 
@@ -32,6 +39,10 @@ pub use flags::{FlagError, FlagGrants, NotAFlagName, check_name as check_flag_na
 pub use lock::{LockWait, SessionLock};
 
 use flags::StagedFlags;
+
+/// The extension of a session's policy record, beside its database: the policy
+/// layer writes it, and forgetting a session removes it with the rest.
+pub const POLICY_RECORD: &str = "policy";
 
 use crate::escalation::{Escalated, Ladder, Level};
 
@@ -169,7 +180,7 @@ struct SessionFiles {
 impl SessionFiles {
     fn new(state_dir: &Path, session: &str) -> Self {
         let dir = state_dir.join(SESSIONS_DIR);
-        let stem = &crate::sha256_hex(session.as_bytes())[..32];
+        let stem = &sandrail_event::sha256_hex(session.as_bytes())[..32];
         SessionFiles {
             database: dir.join(format!("{stem}.redb")),
             lock: dir.join(format!("{stem}.lock")),
@@ -288,11 +299,9 @@ impl SessionStore {
         wait: impl Into<LockWait>,
     ) -> Result<Self, StoreError> {
         let files = SessionFiles::new(state_dir, session);
-        crate::locations::create_private_dir(&files.dir).map_err(|source| {
-            StoreError::CreateDir {
-                path: files.dir.clone(),
-                source,
-            }
+        sandrail_files::create_private_dir(&files.dir).map_err(|source| StoreError::CreateDir {
+            path: files.dir.clone(),
+            source,
         })?;
         let lock = SessionLock::acquire(&files.lock, wait)?;
         let open_error = |source| StoreError::Open {
@@ -301,7 +310,7 @@ impl SessionStore {
         };
         let existed = files.database.is_file();
         // Created owner-only before redb initialises it, as the directory is.
-        crate::locations::open_private_file(&files.database).map_err(|e| open_error(e.into()))?;
+        sandrail_files::open_private_file(&files.database).map_err(|e| open_error(e.into()))?;
         let mut moved_aside = None;
         let db = match Database::create(&files.database) {
             Ok(db) => db,
@@ -310,10 +319,10 @@ impl SessionStore {
                 // damaged file for inspection and start the session afresh.
                 let aside = files
                     .database
-                    .with_extension(format!("redb.corrupt-{}", crate::clock::now()));
+                    .with_extension(format!("redb.corrupt-{}", sandrail_event::clock::now()));
                 std::fs::rename(&files.database, &aside)
                     .map_err(|source| open_error(source.into()))?;
-                crate::locations::open_private_file(&files.database)
+                sandrail_files::open_private_file(&files.database)
                     .map_err(|e| open_error(e.into()))?;
                 moved_aside = Some((aside, e.to_string()));
                 Database::create(&files.database).map_err(open_error)?
@@ -418,7 +427,7 @@ impl StateReader {
     }
 
     /// The session's counters and last case, as they stand.
-    pub fn session_facts(&self) -> Result<crate::facts::SessionFacts, StoreError> {
+    pub fn session_facts(&self) -> Result<sandrail_facts::SessionFacts, StoreError> {
         match self.txn.open_table(FACTS) {
             Ok(table) => session_facts_in(&table),
             Err(redb::TableError::TableDoesNotExist(_)) => Ok(Default::default()),
@@ -445,7 +454,7 @@ impl StateReader {
 
 fn session_facts_in(
     table: &impl ReadableTable<&'static str, &'static str>,
-) -> Result<crate::facts::SessionFacts, StoreError> {
+) -> Result<sandrail_facts::SessionFacts, StoreError> {
     Ok(match table.get(FACTS_SESSION)? {
         // A record this version cannot read counts from zero rather than failing
         // every event of the session.
@@ -509,7 +518,7 @@ impl StateTxn {
     }
 
     /// The session's counters and last case, as they stand before this event.
-    pub fn session_facts(&self) -> Result<crate::facts::SessionFacts, StoreError> {
+    pub fn session_facts(&self) -> Result<sandrail_facts::SessionFacts, StoreError> {
         session_facts_in(&self.txn.open_table(FACTS)?)
     }
 
@@ -535,7 +544,7 @@ impl StateTxn {
     /// Stores the session's counters and last case, with the event's other writes.
     pub fn set_session_facts(
         &mut self,
-        facts: &crate::facts::SessionFacts,
+        facts: &sandrail_facts::SessionFacts,
     ) -> Result<(), StoreError> {
         let json = serde_json::to_string(facts).map_err(StoreError::Encode)?;
         self.txn

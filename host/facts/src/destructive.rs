@@ -21,7 +21,7 @@ use std::path::Path;
 
 use super::patterns::{DOWNLOADERS, Patterns, SHELLS};
 use super::places::Reach;
-use crate::shell::{self, Command, RedirectKind};
+use sandrail_shell::{self as shell, Command, RedirectKind};
 
 use deletion::{DELETE_OUTSIDE_PROJECT, FILE_SHRED};
 
@@ -1218,7 +1218,7 @@ fn configured_git_aliases(cwd: Option<&Path>) -> Vec<(String, String)> {
     ];
     let mut aliases = Vec::new();
     for path in files.into_iter().flatten() {
-        let Ok(bytes) = crate::files::read_regular(&path, 1 << 16) else {
+        let Ok(bytes) = sandrail_files::read_regular(&path, 1 << 16) else {
             continue;
         };
         let mut in_alias = false;

@@ -254,7 +254,7 @@ fn timed_out(path: &Path, contention: StoreError) -> StoreError {
 const NAMING_GRACE: Duration = Duration::from_millis(250);
 
 fn open(path: &Path) -> Result<File, StoreError> {
-    crate::locations::open_private_file(path).map_err(|source| StoreError::Lock {
+    sandrail_files::open_private_file(path).map_err(|source| StoreError::Lock {
         path: path.to_path_buf(),
         source,
     })

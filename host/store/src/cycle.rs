@@ -339,7 +339,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::store::SessionStore;
+    use crate::SessionStore;
 
     fn txn(dir: &std::path::Path) -> StateTxn {
         SessionStore::open(dir, "s", Duration::from_secs(1))

@@ -47,7 +47,7 @@ fn runnable_from(dir: &std::path::Path, name: &str) -> Option<PathBuf> {
     let candidate = dir.join(name);
     (dir.is_absolute()
         && candidate.is_file()
-        && crate::managed::not_root_owned(&candidate).is_none())
+        && sandrail_files::not_root_owned(&candidate).is_none())
     .then_some(candidate)
 }
 

@@ -33,8 +33,8 @@ fn seconds_of(time: std::time::SystemTime) -> u64 {
 /// Marks `session` as used at `now`.
 pub fn touch(state_dir: &Path, session: &str, now: u64) -> std::io::Result<()> {
     let files = SessionFiles::new(state_dir, session);
-    crate::locations::create_private_dir(&files.dir)?;
-    crate::locations::open_private_file(&files.lock)?.set_modified(at(now))
+    sandrail_files::create_private_dir(&files.dir)?;
+    sandrail_files::open_private_file(&files.lock)?.set_modified(at(now))
 }
 
 /// When `session` was last used, if it exists.
@@ -73,7 +73,7 @@ pub fn purge_if_due(state_dir: &Path, ttl: u64, now: u64) -> std::io::Result<Opt
     if last.is_some_and(|last| now.saturating_sub(last) < PURGE_INTERVAL && last <= now) {
         return Ok(None);
     }
-    crate::locations::create_private_dir(&dir)?;
+    sandrail_files::create_private_dir(&dir)?;
     OpenOptions::new()
         .write(true)
         .create(true)
@@ -126,7 +126,7 @@ fn forget(lock_path: &Path, cutoff: u64) -> bool {
     if !still_idle {
         return false;
     }
-    for extension in ["redb", "off", super::UNHELD, crate::policy::SESSION_RECORD] {
+    for extension in ["redb", "off", super::UNHELD, crate::POLICY_RECORD] {
         let _ = std::fs::remove_file(lock_path.with_extension(extension));
     }
     // Last, while still held: a hook that opened this file meanwhile sees it gone
@@ -136,7 +136,7 @@ fn forget(lock_path: &Path, cutoff: u64) -> bool {
 
 /// The file noting a project's most recent session.
 fn project_note(state_dir: &Path, project: &Path) -> PathBuf {
-    let key = &crate::sha256_hex(project.display().to_string().as_bytes())[..32];
+    let key = &sandrail_event::sha256_hex(project.display().to_string().as_bytes())[..32];
     state_dir.join(PROJECTS_DIR).join(key)
 }
 
@@ -154,7 +154,7 @@ pub fn note_session(state_dir: &Path, project: &Path, session: &str) -> std::io:
     }
     let path = project_note(state_dir, project);
     let dir = state_dir.join(PROJECTS_DIR);
-    crate::locations::create_private_dir(&dir)?;
+    sandrail_files::create_private_dir(&dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
     std::io::Write::write_all(&mut tmp, session.as_bytes())?;
     tmp.persist(path).map(drop).map_err(|e| e.error)
@@ -177,7 +177,7 @@ pub fn switch(state_dir: &Path, session: &str, guardrail: &str, on: bool) -> std
     } else {
         off.insert(guardrail.to_owned());
     }
-    crate::locations::create_private_dir(&files.dir)?;
+    sandrail_files::create_private_dir(&files.dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(&files.dir)?;
     let text: String = off.iter().map(|g| format!("{g}\n")).collect();
     std::io::Write::write_all(&mut tmp, text.as_bytes())?;
@@ -211,7 +211,7 @@ mod tests {
     fn a_session_in_use_is_not_purged() {
         let dir = tempfile::tempdir().unwrap();
         touch(dir.path(), "busy", 1_000).unwrap();
-        let held = crate::store::SessionLock::acquire(
+        let held = crate::SessionLock::acquire(
             &SessionFiles::new(dir.path(), "busy").lock,
             Duration::from_secs(1),
         )

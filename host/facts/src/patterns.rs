@@ -285,7 +285,7 @@ impl Patterns {
 
     /// Whether a command (unwrapped argv) moves data off the machine.
     pub fn is_egress_command(&self, argv: &[String]) -> bool {
-        let Some(program) = argv.first().map(|p| crate::shell::program(p)) else {
+        let Some(program) = argv.first().map(|p| sandrail_shell::program(p)) else {
             return false;
         };
         self.egress_commands.iter().any(|pattern| {
@@ -335,7 +335,7 @@ pub fn command_matches(pattern: &[String], argv: &[String]) -> bool {
     let (Some(first), Some(program)) = (pattern.first(), argv.first()) else {
         return false;
     };
-    if !crate::shell::program(program).eq_ignore_ascii_case(first) {
+    if !sandrail_shell::program(program).eq_ignore_ascii_case(first) {
         return false;
     }
     let rest = &pattern[1..];

@@ -317,7 +317,7 @@ pub fn render(templates: &Templates, vars: &Vars<'_>) -> Option<String> {
     } else {
         text
     };
-    Some(crate::protocol::cap_chars(
+    Some(sandrail_event::text::cap_chars(
         text.trim_end(),
         level.max_chars(),
     ))

@@ -13,8 +13,8 @@ use super::contents;
 use super::destructive;
 use super::patterns::Patterns;
 use super::places::Reach;
-use crate::protocol::HookInput;
-use crate::shell::{self, Command, RedirectKind};
+use sandrail_event::payload::HookInput;
+use sandrail_shell::{self as shell, Command, RedirectKind};
 
 /// Tools whose `command` is a POSIX shell command line.
 const SHELL_TOOLS: &[&str] = &["Bash", "run_shell_command", "shell", "exec_command"];
@@ -444,7 +444,7 @@ impl Effects {
         } else {
             let run_in = cwd.map(|cwd| shell::RunIn {
                 cwd,
-                files: &crate::files::ScriptsOnDisk,
+                files: &sandrail_files::ScriptsOnDisk,
             });
             shell::visit_in(line, run_in, &mut each)
         };

@@ -53,7 +53,7 @@ const COMMAND_MARKERS: [&str; 4] = [
 #[derive(Debug, thiserror::Error)]
 pub enum TranscriptError {
     #[error("transcript: {0}")]
-    File(#[from] crate::files::FileError),
+    File(#[from] sandrail_files::FileError),
     #[error("cannot read transcript {path}: {source}")]
     Read {
         path: String,
@@ -110,7 +110,7 @@ struct Bookmark {
 /// the session's bookmark in the state directory). `None`, with a stderr line
 /// saying why, when there is no transcript, it cannot be read, or it holds no
 /// real user message yet: the event then has no turn, rather than a wrong one.
-pub fn of_event(input: &crate::protocol::HookInput, state: Option<&Path>) -> Option<Turn> {
+pub fn of_event(input: &sandrail_event::payload::HookInput, state: Option<&Path>) -> Option<Turn> {
     let Some(path) = input.transcript_path.as_deref() else {
         // A payload read from another harness has its transcript set aside on
         // purpose (docs/harnesses.md); only a Claude Code payload without one is news.
@@ -126,7 +126,7 @@ pub fn of_event(input: &crate::protocol::HookInput, state: Option<&Path>) -> Opt
             // The path is the harness's: shown cleaned, on one line.
             eprintln!(
                 "sandrail: turn unknown: {}",
-                crate::guest_text::one_line(&e.to_string(), 1000)
+                sandrail_event::text::one_line(&e.to_string(), 1000)
             );
             None
         }
@@ -151,7 +151,7 @@ pub fn current_turn_from(
         path: display.clone(),
         source,
     };
-    let (mut file, size) = crate::files::open_regular(path, u64::MAX)?;
+    let (mut file, size) = sandrail_files::open_regular(path, u64::MAX)?;
     let identity = identity(&file).map_err(read_error)?;
     let bookmark_file = bookmarks.map(|(dir, session)| bookmark_path(dir, session));
     let kept = bookmark_file
@@ -164,7 +164,7 @@ pub fn current_turn_from(
         _ => Bookmark {
             path: path.to_path_buf(),
             identity,
-            check: crate::sha256_hex(b""),
+            check: sandrail_event::sha256_hex(b""),
             ..Bookmark::default()
         },
     };
@@ -267,18 +267,18 @@ fn check_of(file: &mut std::fs::File, offset: u64) -> std::io::Result<String> {
     file.seek(SeekFrom::Start(from))?;
     let mut bytes = Vec::with_capacity((offset - from) as usize);
     Read::take(&mut *file, offset - from).read_to_end(&mut bytes)?;
-    Ok(crate::sha256_hex(&bytes))
+    Ok(sandrail_event::sha256_hex(&bytes))
 }
 
 fn bookmark_path(dir: &Path, session: &str) -> PathBuf {
     dir.join("transcripts").join(format!(
         "{}.json",
-        &crate::sha256_hex(session.as_bytes())[..32]
+        &sandrail_event::sha256_hex(session.as_bytes())[..32]
     ))
 }
 
 fn read_bookmark(path: &Path) -> Option<Bookmark> {
-    let bytes = crate::files::read_regular(path, 64 * 1024).ok()?;
+    let bytes = sandrail_files::read_regular(path, 64 * 1024).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -287,7 +287,7 @@ fn read_bookmark(path: &Path) -> Option<Bookmark> {
 fn write_bookmark(path: &Path, bookmark: &Bookmark) -> std::io::Result<()> {
     use std::io::Write;
     let dir = path.parent().unwrap_or(Path::new("."));
-    crate::locations::create_private_dir(dir)?;
+    sandrail_files::create_private_dir(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     tmp.write_all(&serde_json::to_vec(bookmark).map_err(std::io::Error::other)?)?;
     tmp.persist(path).map_err(|e| e.error)?;
@@ -303,7 +303,7 @@ const TAIL_BYTES: u64 = 256 << 10;
 /// that call (the agent running `sandrail hook` itself). `None` when the
 /// transcript cannot be read. Only the last 256 KiB are read.
 pub fn in_a_tool_call(path: &Path) -> Option<bool> {
-    let (mut file, size) = crate::files::open_regular(path, u64::MAX).ok()?;
+    let (mut file, size) = sandrail_files::open_regular(path, u64::MAX).ok()?;
     let start = size.saturating_sub(TAIL_BYTES);
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut tail = Vec::new();

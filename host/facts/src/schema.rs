@@ -193,8 +193,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::facts::{Patterns, SessionFacts, derive};
-    use crate::protocol::HookInput;
+    use crate::{Patterns, SessionFacts, derive};
+    use sandrail_event::payload::HookInput;
 
     fn mandate() -> Mandate {
         Mandate::from_bytes(

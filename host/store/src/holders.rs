@@ -160,7 +160,7 @@ mod linux {
         let command = std::fs::read(format!("{proc}/cmdline"))
             .map(|bytes| {
                 let text = String::from_utf8_lossy(&bytes).replace('\0', " ");
-                crate::guest_text::one_line(text.trim(), COMMAND_CHARS)
+                sandrail_event::text::one_line(text.trim(), COMMAND_CHARS)
             })
             .unwrap_or_else(|_| "exited".to_owned());
         let identity = |exe: &str| std::fs::metadata(exe).ok().map(|m| (m.dev(), m.ino()));

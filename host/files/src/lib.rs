@@ -2,7 +2,15 @@
 //! component source, the config itself — without letting the name decide how the
 //! hook behaves: only regular files are read, they are opened without blocking (a
 //! FIFO must not hang the hook, `/dev/zero` must not fill its memory), and no more
-//! than a stated number of bytes is read.
+//! than a stated number of bytes is read. Writing sandrail's own files whole and
+//! private, and whether a path is root's alone ([`ownership`]).
+//!
+//! The bottom layer beside `sandrail-event`: it imports nothing of sandrail's but
+//! the shell analysis's `ScriptFiles`, which it implements.
+
+pub mod ownership;
+
+pub use ownership::not_root_owned;
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -122,10 +130,30 @@ pub fn create_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
 /// A temporary file in `path`'s directory holding `bytes`.
 fn temp_beside(path: &Path, bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    crate::locations::create_private_dir(dir)?;
+    create_private_dir(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut tmp, bytes)?;
     Ok(tmp)
+}
+
+/// Creates `dir` (and its parents) readable by its owner only: the state holds what
+/// guardrails recorded about a session, and the cache holds native code.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Opens `path` for reading and writing, creating it readable by its owner only if
+/// it does not exist; its contents are left as they are.
+pub fn open_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
 }
 
 /// Which file this is and whether it was written since: device, inode, size,

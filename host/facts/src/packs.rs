@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use crate::shell::{self, Command};
+use sandrail_shell::{self as shell, Command};
 
 /// A pack of rules, as a config names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -251,7 +251,7 @@ mod tests {
     use super::*;
 
     fn command(line: &str) -> Command {
-        crate::shell::analyse(line)
+        sandrail_shell::analyse(line)
             .commands
             .into_iter()
             .last()
