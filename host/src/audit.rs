@@ -52,7 +52,7 @@ impl Override {
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
-        crate::protocol::cap_chars(&one_line, SUMMARY_CHARS)
+        sandrail_event::text::cap_chars(&one_line, SUMMARY_CHARS)
     }
 }
 
