@@ -52,4 +52,9 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_names_a_config_may_use_are_the_components_embedded() {
+        assert_eq!(names(), sandrail_policy::bundled::names());
+    }
 }

@@ -46,6 +46,7 @@ pub fn policy_in_force() -> sandrail::policy::Prospect {
     let timeouts = sandrail::harness::timeouts::of_project(project.as_deref());
     let prospect = sandrail::policy::prospect(
         &sandrail::policy::Source::Project,
+        &sandrail::runtime::Prepares,
         state.as_deref(),
         project.as_deref(),
         &timeouts,

@@ -120,6 +120,7 @@ fn decide<'e>(
     // The session's policy: what it started with, whatever the files say now.
     let in_force = policy::in_force(
         &engine.places.policy(),
+        &crate::runtime::Prepares,
         state.as_deref(),
         project.as_deref(),
         &input.session_id,

@@ -36,7 +36,6 @@ pub mod audit;
 pub mod builtins;
 pub mod cases;
 pub use sandrail_event::clock;
-pub mod config;
 pub mod cycle;
 pub mod deadline;
 pub mod engine;
@@ -54,11 +53,12 @@ pub use sandrail_event::text as guest_text;
 pub mod harness;
 pub mod hook;
 pub mod inspect;
-pub mod locations;
-pub mod lock;
 pub mod managed;
+/// The config and the policy in force (the `sandrail-policy` crate,
+/// `host/policy`): sandrail.toml and its lock, the places a process uses,
+/// per-session snapshots and the ratchet.
+pub use sandrail_policy::{config, locations, lock, policy};
 pub mod os_sandbox;
-pub mod policy;
 pub mod protect;
 pub mod protocol;
 pub mod receipts;
@@ -72,9 +72,4 @@ pub use sandrail_shell as shell;
 pub use sandrail_store as store;
 pub use sandrail_store::{escalation, holders};
 
-pub use sandrail_event::{hex, sha256_hex};
-
-/// Whether debug messages are wanted (`SANDRAIL_LOG=debug`).
-pub fn debug_logging() -> bool {
-    std::env::var("SANDRAIL_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("debug"))
-}
+pub use sandrail_event::{debug_logging, hex, sha256_hex};

@@ -7,6 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::event::EventKind;
+pub use sandrail_event::can_refuse;
 pub use sandrail_event::payload::{
     HookInput, MAX_PAYLOAD_BYTES, PLATFORM_KEY, PayloadError, members,
 };
@@ -117,11 +118,6 @@ pub fn render(kind: EventKind, decision: &Decision) -> Option<Value> {
         out.insert("systemMessage".into(), json!(message));
     }
     Some(Value::Object(out))
-}
-
-/// Whether a refusal of this event actually stops anything in Claude Code.
-pub fn can_refuse(kind: EventKind) -> bool {
-    !matches!(kind, EventKind::SessionStart | EventKind::SessionEnd)
 }
 
 fn join_capped(parts: &[String]) -> Option<String> {

@@ -44,27 +44,7 @@ pub enum ReceiptError {
     },
 }
 
-/// Whether refusals stand or are only recorded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Gate {
-    /// Refusals refuse.
-    #[default]
-    Enforce,
-    /// Decide and record, never refuse: what would have been refused goes to
-    /// stderr and the receipt, and the event proceeds.
-    Observe,
-}
-
-impl Gate {
-    /// As the config writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Gate::Enforce => "enforce",
-            Gate::Observe => "observe",
-        }
-    }
-}
+pub use sandrail_policy::receipts::Gate;
 
 /// One guardrail's part in an event.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -89,8 +89,9 @@ impl From<crate::event::EventKind> for wit::EventKind {
 /// imports one needs the session held while it runs.
 const SESSION_INTERFACES: [&str; 2] = ["sandrail:guardrail/state@", "sandrail:guardrail/flags@"];
 
-/// The largest component file loaded.
-pub const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+/// The largest component file loaded (a policy's limit: its snapshot keeps no
+/// larger copy).
+pub use sandrail_policy::MAX_COMPONENT_BYTES;
 
 /// How much fuel (about one unit per wasm instruction) guest code burns between
 /// yields to the deadline: well under a millisecond of work.
@@ -854,6 +855,17 @@ pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepare
     let (bytes, sha256) = read_guardrail(guardrail)?;
     let prepared = prepare_bytes(bytes, sha256, guardrail.sha256.as_deref())?;
     admit(guardrail, prepared)
+}
+
+/// The ratchet's question, whether a configured guardrail's component loads,
+/// answered by preparing it as an event would ([`prepare_guardrail`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Prepares;
+
+impl crate::policy::ratchet::Loads for Prepares {
+    fn cannot_load(&self, guardrail: &crate::config::Guardrail) -> Option<String> {
+        prepare_guardrail(guardrail).err().map(|e| e.to_string())
+    }
 }
 
 /// [`prepare`] of what an entry runs, checked against no pin: for a reviewer,

@@ -131,7 +131,7 @@ fn packs_refuse_what_they_name_only_when_switched_on() {
         let on = Project::new();
         on.write_config(&format!(
             "[facts]\ndestructive_packs = [\"{pack}\"]\n\n{}",
-            include_str!("../../host/src/default.toml")
+            include_str!("../../host/policy/src/default.toml")
         ));
         let (mut caught, mut total) = (0, 0);
         for case in cases.iter().filter(|c| c["pack"] == pack) {
@@ -621,7 +621,7 @@ fn the_deletion_scope_is_a_persons_to_widen() {
     };
     let widened = format!(
         "[facts]\ndeletion_scope = \"system\"\n\n{}",
-        include_str!("../../host/src/default.toml")
+        include_str!("../../host/policy/src/default.toml")
     );
     project.write_config(&widened);
     let held = judge("rm -rf /data/old-run");

@@ -93,6 +93,16 @@ impl EventKind {
     }
 }
 
+/// Whether debug messages are wanted (`SANDRAIL_LOG=debug`).
+pub fn debug_logging() -> bool {
+    std::env::var("SANDRAIL_LOG").is_ok_and(|v| v.eq_ignore_ascii_case("debug"))
+}
+
+/// Whether a refusal of this event actually stops anything in Claude Code.
+pub fn can_refuse(kind: EventKind) -> bool {
+    !matches!(kind, EventKind::SessionStart | EventKind::SessionEnd)
+}
+
 impl fmt::Display for EventKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

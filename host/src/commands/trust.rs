@@ -71,8 +71,15 @@ pub fn run() -> anyhow::Result<ExitCode> {
             println!("\nThe policy on disk is the one accepted; nothing to do.");
             return Ok(ExitCode::SUCCESS);
         }
-        let compared = (&record.policy != on_disk)
-            .then(|| policy::compare_with(&record.policy, &captured, &blobs, &timeouts));
+        let compared = (&record.policy != on_disk).then(|| {
+            policy::compare_with(
+                &record.policy,
+                &captured,
+                &blobs,
+                &sandrail::runtime::Prepares,
+                &timeouts,
+            )
+        });
         match compared {
             None => {}
             Some(Ok(comparison)) => {

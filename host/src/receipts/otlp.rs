@@ -30,53 +30,7 @@ const MAX_PAUSE: Duration = Duration::from_secs(30);
 /// How long shutdown waits for what is buffered to be sent.
 pub const FLUSH_GRACE: Duration = Duration::from_secs(5);
 
-/// Where a collector takes logs: `[receipts] otlp`, checked.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Endpoint {
-    /// `host:port`, as connected to and sent in `Host`.
-    pub authority: String,
-    /// The path logs are POSTed to (`/v1/logs` unless the URL names one).
-    pub path: String,
-}
-
-impl Endpoint {
-    /// An `http://host[:port][/path]` URL. A bare URL (or one whose path does not
-    /// end in `/v1/logs`) gets `/v1/logs` added, as OpenTelemetry's
-    /// `OTEL_EXPORTER_OTLP_ENDPOINT` does.
-    pub fn parse(url: &str) -> Result<Endpoint, String> {
-        let uri: hyper::Uri = url
-            .parse()
-            .map_err(|e| format!("`{url}` is not a URL ({e}); write http://collector:4318"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(format!(
-                    "`{url}`: only http:// is spoken; put a TLS-terminating proxy (or a collector on this machine) in front of an https collector"
-                ));
-            }
-            _ => return Err(format!("`{url}` is not an http:// URL")),
-        }
-        let authority = uri
-            .authority()
-            .ok_or_else(|| format!("`{url}` names no host"))?;
-        if authority.as_str().contains('@') {
-            return Err(format!("`{url}`: credentials in the URL are not sent"));
-        }
-        let port = authority.port_u16().unwrap_or(80);
-        let authority = format!("{}:{port}", authority.host());
-        let path = uri.path().trim_end_matches('/');
-        let path = if path.ends_with("/v1/logs") {
-            path.to_owned()
-        } else {
-            format!("{path}/v1/logs")
-        };
-        Ok(Endpoint { authority, path })
-    }
-
-    pub fn url(&self) -> String {
-        format!("http://{}{}", self.authority, self.path)
-    }
-}
+pub use sandrail_policy::receipts::otlp::Endpoint;
 
 /// The server's exporter: events hand it receipts, a task of its own sends them.
 #[derive(Clone)]

@@ -197,7 +197,7 @@ impl flags::Host for HostState {
 }
 
 /// The largest file a data grant reads.
-pub const MAX_DATA_BYTES: u64 = 1 << 20;
+pub use sandrail_policy::MAX_DATA_BYTES;
 
 impl cycle::Host for HostState {
     fn span(&mut self) -> Result<Vec<cycle::SpanEvent>, String> {

@@ -73,7 +73,7 @@ pub fn settle(project: Option<&Path>, state: PathBuf, log: PathBuf, bind_new: bo
         None => {
             if bind_new
                 && let Err(e) = bind(project, &state, &log)
-                && crate::debug_logging()
+                && sandrail_event::debug_logging()
             {
                 eprintln!(
                     "sandrail: cannot bind {} to its state directory: {e}",
@@ -117,7 +117,7 @@ fn moved_alert(binding: &Binding, state: &Path, log: &Path) -> String {
 pub fn bound(project: &Path) -> Option<Binding> {
     let root = anchors_root()?;
     project.ancestors().find_map(|dir| {
-        let bytes = crate::files::read_regular(&record(&root, dir), 64 << 10).ok()?;
+        let bytes = sandrail_files::read_regular(&record(&root, dir), 64 << 10).ok()?;
         serde_json::from_slice::<Binding>(&bytes)
             .ok()
             .filter(|b| b.project == dir)
@@ -142,7 +142,7 @@ pub fn bind(project: &Path, state: &Path, log: &Path) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         super::create_private_dir(dir)?;
     }
-    crate::files::write_atomically(&path, &serde_json::to_vec(&binding)?)
+    sandrail_files::write_atomically(&path, &serde_json::to_vec(&binding)?)
 }
 
 /// Where the bindings live: `anchors/` in the account's own state directory,
@@ -157,6 +157,6 @@ pub fn record_of(project: &Path) -> Option<PathBuf> {
 }
 
 fn record(root: &Path, project: &Path) -> PathBuf {
-    let key = &crate::sha256_hex(project.as_os_str().as_encoded_bytes())[..32];
+    let key = &sandrail_event::sha256_hex(project.as_os_str().as_encoded_bytes())[..32];
     root.join(format!("{key}.json"))
 }

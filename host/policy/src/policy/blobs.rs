@@ -20,7 +20,7 @@ pub enum BlobError {
     #[error("the snapshot's copy {path} cannot be read: {source}")]
     Read {
         path: PathBuf,
-        source: crate::files::FileError,
+        source: sandrail_files::FileError,
     },
     #[error(
         "the snapshot's copy {path} was altered: its sha256 is {actual}, not the {expected} it is kept under"
@@ -53,13 +53,13 @@ impl Blobs {
     /// Keeps a copy of `bytes`; returns their sha256. A copy already kept is
     /// left as it is.
     pub fn put(&self, bytes: &[u8]) -> Result<String, BlobError> {
-        let sha256 = crate::sha256_hex(bytes);
+        let sha256 = sandrail_event::sha256_hex(bytes);
         let path = self.path(&sha256);
         if path.is_file() {
             return Ok(sha256);
         }
         // False when another process kept the same bytes first: as good.
-        crate::files::create_atomically(&path, bytes).map_err(|source| BlobError::Write {
+        sandrail_files::create_atomically(&path, bytes).map_err(|source| BlobError::Write {
             path: path.clone(),
             source,
         })?;
@@ -92,11 +92,11 @@ impl Blobs {
 
 /// The bytes of the copy at `path`, if they still hash to `sha256`.
 pub fn read_verified(path: &Path, sha256: &str, max: u64) -> Result<Vec<u8>, BlobError> {
-    let bytes = crate::files::read_regular(path, max).map_err(|source| BlobError::Read {
+    let bytes = sandrail_files::read_regular(path, max).map_err(|source| BlobError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let actual = crate::sha256_hex(&bytes);
+    let actual = sandrail_event::sha256_hex(&bytes);
     if actual != sha256 {
         return Err(BlobError::Altered {
             path: path.to_path_buf(),

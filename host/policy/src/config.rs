@@ -11,7 +11,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::event::EventKind;
+use sandrail_event::EventKind;
 
 /// The file name looked for in the project.
 pub const CONFIG_FILE: &str = "sandrail.toml";
@@ -36,7 +36,7 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read the config: {0}")]
-    Read(#[from] crate::files::FileError),
+    Read(#[from] sandrail_files::FileError),
     #[error("SANDRAIL_CONFIG names {0}, which does not exist")]
     MissingExplicit(PathBuf),
     #[error("invalid config {origin}: {message}")]
@@ -50,8 +50,8 @@ pub enum ConfigError {
 }
 
 /// How a config's mandate file is read: from disk, or from a session's snapshot.
-pub type ReadMandate<'a> =
-    dyn FnMut(&Path) -> Result<crate::mandate::Mandate, crate::mandate::MandateError> + 'a;
+pub type ReadMandate<'a> = dyn FnMut(&Path) -> Result<sandrail_facts::mandate::Mandate, sandrail_facts::mandate::MandateError>
+    + 'a;
 
 /// Where a project's configuration is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +85,7 @@ struct RawConfig {
     guardrails: Vec<RawGuardrail>,
     /// Additions to the fact layer's pattern lists.
     #[serde(default)]
-    facts: crate::facts::patterns::RawPatterns,
+    facts: sandrail_facts::patterns::RawPatterns,
     #[serde(default)]
     protect: RawProtect,
     #[serde(default)]
@@ -142,7 +142,7 @@ fn yes() -> bool {
     true
 }
 
-/// What self-protection guards beyond its built-in list ([`crate::protect`]).
+/// What self-protection guards beyond its built-in list ((`sandrail::protect`)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Protect {
     pub enabled: bool,
@@ -199,10 +199,10 @@ struct RawGuardrail {
     config: toml::Table,
     #[serde(default)]
     limits: RawLimits,
-    enforcement: Option<crate::escalation::RawEnforcement>,
+    enforcement: Option<sandrail_store::escalation::RawEnforcement>,
     enabled: Option<bool>,
     #[serde(default)]
-    flags: crate::store::FlagGrants,
+    flags: sandrail_store::FlagGrants,
     #[serde(default)]
     data: Vec<String>,
     #[serde(default)]
@@ -279,9 +279,9 @@ pub struct Config {
     pub inherit_on: Vec<InheritOn>,
     pub guardrails: Vec<Guardrail>,
     /// The pattern lists the facts are derived from, with the config's additions.
-    pub patterns: crate::facts::Patterns,
+    pub patterns: sandrail_facts::Patterns,
     /// The mandate `[settings] mandate` names.
-    pub mandate: Option<crate::mandate::Mandate>,
+    pub mandate: Option<sandrail_facts::mandate::Mandate>,
     pub protect: Protect,
     /// Whether refusals stand (`enforce`) or are only recorded (`observe`), for
     /// every guardrail that does not set its own.
@@ -416,15 +416,15 @@ pub struct Guardrail {
     pub config: serde_json::Value,
     pub limits: Limits,
     /// How this guardrail's violations escalate; `None`: every violation refuses.
-    pub enforcement: Option<crate::escalation::Enforcement>,
+    pub enforcement: Option<sandrail_store::escalation::Enforcement>,
     /// `enabled = false` keeps the entry but runs it on nothing.
     pub enabled: bool,
     /// The flags it may set, check and consume.
-    pub flags: crate::store::FlagGrants,
+    pub flags: sandrail_store::FlagGrants,
     /// Files the host reads for it.
     pub data: Vec<DataGrant>,
     /// The fact namespaces it reads whose upkeep costs state (`facts = ["session"]`).
-    pub reads_facts: Vec<crate::facts::Costly>,
+    pub reads_facts: Vec<sandrail_facts::Costly>,
     /// When it cannot judge (missing, unloadable, crashed, out of time or memory,
     /// malformed verdict): let the event proceed, or refuse it.
     pub on_error: OnError,
@@ -503,9 +503,9 @@ impl Config {
     }
 
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let bytes = crate::files::read_regular(path, MAX_CONFIG_BYTES)?;
+        let bytes = sandrail_files::read_regular(path, MAX_CONFIG_BYTES)?;
         let mut config = Config::from_bytes(&bytes, path, &mut |mandate: &Path| {
-            crate::mandate::Mandate::load(mandate)
+            sandrail_facts::mandate::Mandate::load(mandate)
         })?;
         config.apply_lock(crate::lock::read(&crate::lock::beside(path)));
         Ok(config)
@@ -559,7 +559,7 @@ impl Config {
     /// Parses and validates config text. `base` resolves relative component paths.
     pub fn parse(text: &str, origin: Origin, base: Option<&Path>) -> Result<Config, ConfigError> {
         Config::parse_with(text, origin, base, &mut |mandate: &Path| {
-            crate::mandate::Mandate::load(mandate)
+            sandrail_facts::mandate::Mandate::load(mandate)
         })
     }
 
@@ -628,7 +628,7 @@ impl Config {
             message: format!("`requires` forms a cycle: {}", cycle.join(" -> ")),
         })?;
         let patterns =
-            crate::facts::Patterns::with(&raw.facts).map_err(|message| ConfigError::Parse {
+            sandrail_facts::Patterns::with(&raw.facts).map_err(|message| ConfigError::Parse {
                 origin: origin.to_string(),
                 message,
             })?;
@@ -761,10 +761,10 @@ fn validate_name(name: &str) -> Result<(), String> {
 fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, String> {
     let source = match g.source.strip_prefix("builtin:") {
         Some(name) => {
-            if crate::builtins::get(name).is_none() {
+            if !crate::bundled::is_bundled(name) {
                 return Err(format!(
                     "source 'builtin:{name}' is not a bundled guardrail; bundled: {}",
-                    crate::builtins::names().join(", ")
+                    crate::bundled::names().join(", ")
                 ));
             }
             Source::Builtin(name.to_owned())
@@ -818,11 +818,11 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
     if !(1..=4096).contains(&memory_mib) {
         return Err("limits.memory_mib must be between 1 and 4096".into());
     }
-    let max_state_mib = crate::store::MAX_KEYSPACE_BYTES >> 20;
+    let max_state_mib = sandrail_store::MAX_KEYSPACE_BYTES >> 20;
     let state_mib = g
         .limits
         .state_mib
-        .unwrap_or(crate::store::DEFAULT_KEYSPACE_BYTES >> 20);
+        .unwrap_or(sandrail_store::DEFAULT_KEYSPACE_BYTES >> 20);
     if !(1..=max_state_mib).contains(&state_mib) {
         return Err(format!(
             "limits.state_mib must be between 1 and {max_state_mib}"
@@ -865,7 +865,7 @@ fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, 
         .collect();
     let mut reads_facts = Vec::new();
     for namespace in &g.facts {
-        match crate::facts::Costly::from_name(namespace) {
+        match sandrail_facts::Costly::from_name(namespace) {
             Some(costly) if !reads_facts.contains(&costly) => reads_facts.push(costly),
             Some(_) => {}
             None => {

@@ -26,14 +26,16 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Located};
-use crate::deadline::HookTimeouts;
-use crate::files::Identity;
+use crate::timeouts::HookTimeouts;
+use sandrail_files::Identity;
+
+pub use ratchet::Loads;
 
 use blobs::Blobs;
 use manifest::{Captured, Manifest};
 
 /// The extension of a session's policy record, beside its database.
-pub const SESSION_RECORD: &str = crate::store::POLICY_RECORD;
+pub const SESSION_RECORD: &str = sandrail_store::POLICY_RECORD;
 /// Where each project's accepted policy is kept, under the state directory.
 const PROJECTS_DIR: &str = "policy/projects";
 /// Copies no record refers to are removed once they are this old (seconds): a
@@ -165,6 +167,7 @@ pub struct ProjectRecord {
 /// the harness's hook `timeouts` (read only then).
 pub fn in_force(
     source: &Source,
+    loads: &dyn Loads,
     state: Option<&Path>,
     project: Option<&Path>,
     session: &str,
@@ -173,7 +176,7 @@ pub fn in_force(
 ) -> InForce {
     let Some(state) = state else {
         let timeouts = timeouts();
-        let (config, alert) = stateless(source, project, &timeouts);
+        let (config, alert) = stateless(source, loads, project, &timeouts);
         eprintln!(
             "sandrail: no usable state directory, so this session's policy cannot be kept and nothing accepted can be read: the policy on disk is judged only where it adds to the embedded default"
         );
@@ -187,17 +190,25 @@ pub fn in_force(
         };
     };
     let blobs = Blobs::new(state);
-    let path = crate::store::session_file(state, session, SESSION_RECORD);
+    let path = sandrail_store::session_file(state, session, SESSION_RECORD);
     if let Some(record) = read_json::<SessionRecord>(&path) {
-        return continuing(source, &blobs, &path, record, project);
+        return continuing(source, loads, &blobs, &path, record, project);
     }
-    let (record, alerts) = start(source, state, &blobs, project, transcript, timeouts());
+    let (record, alerts) = start(
+        source,
+        loads,
+        state,
+        &blobs,
+        project,
+        transcript,
+        timeouts(),
+    );
     match create(&path, &record) {
         Ok(true) => {}
         // Another hook of the same session started it first: its record stands.
         Ok(false) => {
             if let Some(theirs) = read_json::<SessionRecord>(&path) {
-                return continuing(source, &blobs, &path, theirs, project);
+                return continuing(source, loads, &blobs, &path, theirs, project);
             }
         }
         Err(e) => eprintln!(
@@ -215,10 +226,11 @@ pub fn in_force(
 /// judge unchecked.
 fn stateless(
     source: &Source,
+    loads: &dyn Loads,
     project: Option<&Path>,
     timeouts: &HookTimeouts,
 ) -> (Config, Option<String>) {
-    let prospect = prospect(source, None, project, timeouts);
+    let prospect = prospect(source, loads, None, project, timeouts);
     let alert = match &prospect.standing {
         Standing::Default { why } => Some(format!(
             "sandrail: {} {why}, and with no usable state directory nothing a person accepted can be read: the embedded default is in force",
@@ -276,11 +288,12 @@ impl Standing {
 /// `audit` show is what would run, not merely what is on disk.
 pub fn prospect(
     source: &Source,
+    loads: &dyn Loads,
     state: Option<&Path>,
     project: Option<&Path>,
     timeouts: &HookTimeouts,
 ) -> Prospect {
-    let decided = decide_new_session(source, state, project, None, timeouts);
+    let decided = decide_new_session(source, loads, state, project, None, timeouts);
     let Decided {
         captured,
         accepted,
@@ -343,6 +356,7 @@ struct Decided {
 /// one, as for a project with nothing accepted).
 fn decide_new_session(
     source: &Source,
+    loads: &dyn Loads,
     state: Option<&Path>,
     project: Option<&Path>,
     keep: Option<&Blobs>,
@@ -358,7 +372,7 @@ fn decide_new_session(
         Source::Project => {
             let blobs = state.map(Blobs::new);
             let against = accepted.as_ref().zip(blobs.as_ref());
-            decide(against, &captured, timeouts)
+            decide(against, &captured, loads, timeouts)
         }
         Source::Managed(_) => decide_managed(&captured),
     };
@@ -389,6 +403,7 @@ fn started(blobs: &Blobs, record: SessionRecord, alerts: Vec<String>) -> InForce
 /// differ from it in a way not yet reported.
 fn continuing(
     source: &Source,
+    loads: &dyn Loads,
     blobs: &Blobs,
     path: &Path,
     mut record: SessionRecord,
@@ -396,7 +411,7 @@ fn continuing(
 ) -> InForce {
     let mut alerts = Vec::new();
     let config = load_or_default(blobs, &record.policy, &mut alerts);
-    match look_at_disk(source, &mut record, project, blobs) {
+    match look_at_disk(source, loads, &mut record, project, blobs) {
         Looked::Unchanged => {}
         Looked::Changed(report) => {
             alerts.extend(report);
@@ -432,6 +447,7 @@ fn load_or_default(blobs: &Blobs, manifest: &Manifest, alerts: &mut Vec<String>)
 /// decide what is in force.
 fn start(
     source: &Source,
+    loads: &dyn Loads,
     state: &Path,
     blobs: &Blobs,
     project: Option<&Path>,
@@ -443,7 +459,7 @@ fn start(
         captured,
         accepted,
         decision,
-    } = decide_new_session(source, Some(state), project, Some(blobs), &timeouts);
+    } = decide_new_session(source, loads, Some(state), project, Some(blobs), &timeouts);
     let mut alerts = Vec::new();
     let mut held = Vec::new();
     let policy = match decision {
@@ -559,6 +575,7 @@ pub fn managed_unfit(config: &Path) -> Option<String> {
 fn decide(
     accepted: Option<(&ProjectRecord, &Blobs)>,
     captured: &Captured,
+    loads: &dyn Loads,
     timeouts: &HookTimeouts,
 ) -> Decision {
     let config = match &captured.config {
@@ -574,12 +591,12 @@ fn decide(
         }
     };
     let Some((accepted, blobs)) = accepted else {
-        return first_policy(captured, config, timeouts);
+        return first_policy(captured, config, loads, timeouts);
     };
     if accepted.policy == captured.manifest {
         return Decision::Take("unchanged");
     }
-    let changes = match compare_with(&accepted.policy, captured, blobs, timeouts) {
+    let changes = match compare_with(&accepted.policy, captured, blobs, loads, timeouts) {
         Ok(c) if c.loosens_nothing() && c.added.is_empty() => return Decision::Take("unchanged"),
         Ok(c) if c.loosens_nothing() => return Decision::Take("addition"),
         Ok(c) => c.changes,
@@ -599,7 +616,12 @@ fn decide(
 /// and otherwise waits for a person, the embedded default in force meanwhile.
 /// So a fresh state directory, or a config an agent wrote before anything was
 /// accepted, never judges less than the embedded default.
-fn first_policy(captured: &Captured, config: &Config, timeouts: &HookTimeouts) -> Decision {
+fn first_policy(
+    captured: &Captured,
+    config: &Config,
+    loads: &dyn Loads,
+    timeouts: &HookTimeouts,
+) -> Decision {
     let floor = embedded();
     let floor_manifest = embedded_manifest();
     if captured.manifest == floor_manifest {
@@ -616,6 +638,7 @@ fn first_policy(captured: &Captured, config: &Config, timeouts: &HookTimeouts) -
             text: captured.text.as_deref().unwrap_or(""),
             config,
         },
+        loads,
         timeouts,
     );
     if comparison.loosens_nothing() {
@@ -634,6 +657,7 @@ pub fn compare_with(
     accepted: &Manifest,
     captured: &Captured,
     blobs: &Blobs,
+    loads: &dyn Loads,
     timeouts: &HookTimeouts,
 ) -> Result<ratchet::Comparison, String> {
     let config = captured.config.as_ref().map_err(Clone::clone)?;
@@ -651,6 +675,7 @@ pub fn compare_with(
             text: new_text,
             config,
         },
+        loads,
         timeouts,
     ))
 }
@@ -670,6 +695,7 @@ enum Looked {
 /// read and compared with the session's policy.
 fn look_at_disk(
     source: &Source,
+    loads: &dyn Loads,
     record: &mut SessionRecord,
     project: Option<&Path>,
     blobs: &Blobs,
@@ -698,22 +724,23 @@ fn look_at_disk(
         return Looked::Changed(None);
     }
     record.seen.differs = Some(disk);
-    let (changes, taken) = match compare_with(&record.policy, &captured, blobs, &record.timeouts) {
-        Ok(c) if c.changes.is_empty() && c.added.is_empty() => {
-            // Comments or layout only: nothing to say.
-            record.seen.changes.clear();
-            return Looked::Changed(None);
-        }
-        Ok(c) => {
-            let taken = c.loosens_nothing();
-            let mut said = c.changes;
-            if !c.added.is_empty() {
-                said.push(format!("adds {}", quoted(&c.added)));
+    let (changes, taken) =
+        match compare_with(&record.policy, &captured, blobs, loads, &record.timeouts) {
+            Ok(c) if c.changes.is_empty() && c.added.is_empty() => {
+                // Comments or layout only: nothing to say.
+                record.seen.changes.clear();
+                return Looked::Changed(None);
             }
-            (said, taken)
-        }
-        Err(why) => (vec![why], false),
-    };
+            Ok(c) => {
+                let taken = c.loosens_nothing();
+                let mut said = c.changes;
+                if !c.added.is_empty() {
+                    said.push(format!("adds {}", quoted(&c.added)));
+                }
+                (said, taken)
+            }
+            Err(why) => (vec![why], false),
+        };
     record.seen.changes = changes.clone();
     let next = if let Source::Managed(_) = source {
         "New sessions take it."
@@ -811,7 +838,7 @@ pub fn accept(state: &Path, project: &Path, policy: &Manifest, how: &str) -> std
     let record = ProjectRecord {
         project: project.to_path_buf(),
         policy: policy.clone(),
-        accepted_at: crate::clock::rfc3339(crate::clock::now()),
+        accepted_at: sandrail_event::clock::rfc3339(sandrail_event::clock::now()),
         how: how.to_owned(),
     };
     try_write_json(&project_record(state, project), &record)
@@ -819,7 +846,7 @@ pub fn accept(state: &Path, project: &Path, policy: &Manifest, how: &str) -> std
 
 /// The record of a project's accepted policy.
 fn project_record(state: &Path, project: &Path) -> PathBuf {
-    let key = &crate::sha256_hex(project.to_string_lossy().as_bytes())[..32];
+    let key = &sandrail_event::sha256_hex(project.to_string_lossy().as_bytes())[..32];
     state.join(PROJECTS_DIR).join(format!("{key}.json"))
 }
 
@@ -831,7 +858,11 @@ pub fn on_disk(project: Option<&Path>, blobs: Option<&Blobs>) -> Captured {
 
 /// A session's policy record, if it has one.
 pub fn session_record(state: &Path, session: &str) -> Option<SessionRecord> {
-    read_json(&crate::store::session_file(state, session, SESSION_RECORD))
+    read_json(&sandrail_store::session_file(
+        state,
+        session,
+        SESSION_RECORD,
+    ))
 }
 
 /// The config a session is judged by, read back from its policy's copies, if
@@ -845,7 +876,7 @@ pub fn session_config(state: &Path, session: &str) -> Option<Config> {
 /// what a person accepted applies from their next event. Returns how many, or
 /// the first record that could not be rewritten.
 pub fn retake(state: &Path, project: &Path, policy: &Manifest) -> std::io::Result<usize> {
-    let dir = state.join(crate::store::SESSIONS_DIR);
+    let dir = state.join(sandrail_store::SESSIONS_DIR);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Ok(0);
     };
@@ -876,7 +907,7 @@ pub fn collect_garbage(state: &Path, now: u64) {
     let blobs = Blobs::new(state);
     let mut kept = std::collections::BTreeSet::new();
     let records = [
-        state.join(crate::store::SESSIONS_DIR),
+        state.join(sandrail_store::SESSIONS_DIR),
         state.join(PROJECTS_DIR),
     ];
     for dir in records {
@@ -933,7 +964,7 @@ fn embedded_manifest() -> Manifest {
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
-    let bytes = crate::files::read_regular(path, 16 << 20).ok()?;
+    let bytes = sandrail_files::read_regular(path, 16 << 20).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -948,11 +979,11 @@ fn write_json<T: Serialize>(path: &Path, value: &T) {
 /// Writes a record whole, by atomic rename.
 fn try_write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     let bytes = serde_json::to_vec(value).map_err(std::io::Error::from)?;
-    crate::files::write_atomically(path, &bytes)
+    sandrail_files::write_atomically(path, &bytes)
 }
 
 /// Writes a record only if there is none: false when another process wrote it
 /// first.
 fn create<T: Serialize>(path: &Path, value: &T) -> std::io::Result<bool> {
-    crate::files::create_atomically(path, &serde_json::to_vec(value)?)
+    sandrail_files::create_atomically(path, &serde_json::to_vec(value)?)
 }

@@ -27,7 +27,7 @@ pub enum LockError {
     #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,
-        source: crate::files::FileError,
+        source: sandrail_files::FileError,
     },
     #[error("{path} could not be read when this policy was captured: {why}")]
     Unreadable { path: PathBuf, why: String },
@@ -80,9 +80,9 @@ pub fn read(path: &Path) -> Result<Option<Lock>, LockError> {
 
 /// The bytes of the lock at `path`; `None` when there is none.
 pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, LockError> {
-    match crate::files::read_regular(path, MAX_LOCK_BYTES) {
+    match sandrail_files::read_regular(path, MAX_LOCK_BYTES) {
         Ok(bytes) => Ok(Some(bytes)),
-        Err(crate::files::FileError::Missing { .. }) => Ok(None),
+        Err(sandrail_files::FileError::Missing { .. }) => Ok(None),
         Err(source) => Err(LockError::Read {
             path: path.to_path_buf(),
             source,

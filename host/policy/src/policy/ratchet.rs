@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::{Config, Guardrail, Source};
-use crate::deadline::HookTimeouts;
+use crate::timeouts::HookTimeouts;
 
 use super::manifest::{Content, Manifest};
 
@@ -52,7 +52,12 @@ const SECTIONS: &[&str] = &["settings", "protect", "facts", "receipts"];
 
 /// Compares the policy on disk (`candidate`) with the one accepted, under the
 /// harness's hook `timeouts` (what one event may cost).
-pub fn compare(accepted: &Side, candidate: &Side, timeouts: &HookTimeouts) -> Comparison {
+pub fn compare(
+    accepted: &Side,
+    candidate: &Side,
+    loads: &dyn Loads,
+    timeouts: &HookTimeouts,
+) -> Comparison {
     let mut out = Comparison::default();
     let (Some(old), Some(new)) = (raw(accepted.text), raw(candidate.text)) else {
         out.changes.push("its config is not valid TOML".to_owned());
@@ -81,7 +86,7 @@ pub fn compare(accepted: &Side, candidate: &Side, timeouts: &HookTimeouts) -> Co
     let old_entries = entries(&old);
     let new_entries = entries(&new);
     // Whether a changed component still loads, asked once per file and pin.
-    let mut loads = std::collections::HashMap::new();
+    let mut asked = std::collections::HashMap::new();
     for guardrail in &accepted.config.guardrails {
         let name = &guardrail.name;
         let Some(now) = candidate.config.guardrails.iter().find(|g| &g.name == name) else {
@@ -110,9 +115,9 @@ pub fn compare(accepted: &Side, candidate: &Side, timeouts: &HookTimeouts) -> Co
         }
         if component_changed || pin_changed {
             let key = (now.source.to_string(), format!("{:?}", now.locked));
-            let why = loads
+            let why = asked
                 .entry(key)
-                .or_insert_with(|| unreadable(candidate.manifest, now))
+                .or_insert_with(|| unreadable(candidate.manifest, now, loads))
                 .clone();
             if let Some(why) = why {
                 out.changes
@@ -167,7 +172,7 @@ pub fn compare(accepted: &Side, candidate: &Side, timeouts: &HookTimeouts) -> Co
     }
     // Counted over the whole policy: additions each within the limit above
     // must not add up, session by session, to the harness's timeout.
-    out.changes.extend(crate::deadline::over_budget(
+    out.changes.extend(crate::timeouts::over_budget(
         candidate.config,
         Some(accepted.config),
         timeouts,
@@ -239,13 +244,19 @@ fn data<'a>(
 
 /// Why a guardrail's component cannot be loaded, if it cannot: unreadable, not
 /// a component, of the other kind, or not matching its pin.
-fn unreadable(manifest: &Manifest, guardrail: &Guardrail) -> Option<String> {
+fn unreadable(manifest: &Manifest, guardrail: &Guardrail, loads: &dyn Loads) -> Option<String> {
     if let Some(Content::Unreadable(why)) = component(manifest, guardrail) {
         return Some(why.clone());
     }
-    crate::runtime::prepare_guardrail(guardrail)
-        .err()
-        .map(|e| e.to_string())
+    loads.cannot_load(guardrail)
+}
+
+/// Whether a configured guardrail's component loads, which only the runtime
+/// can tell (this crate has no wasmtime): the ratchet holds a change after
+/// which one no longer does. `sandrail`'s runtime implements it.
+pub trait Loads {
+    /// Why `guardrail`'s component cannot be loaded, if it cannot.
+    fn cannot_load(&self, guardrail: &Guardrail) -> Option<String>;
 }
 
 #[cfg(test)]
@@ -257,7 +268,7 @@ mod tests {
         let config = Config::parse(text, Origin::Embedded, None).expect("config");
         let manifest = Manifest {
             config: super::super::manifest::ConfigRef::Embedded {
-                sha256: crate::sha256_hex(text.as_bytes()),
+                sha256: sandrail_event::sha256_hex(text.as_bytes()),
             },
             lock: None,
             mandate: None,
@@ -281,8 +292,19 @@ mod tests {
                 text: new,
                 config: &new_config,
             },
+            &AllLoad,
             &HookTimeouts::default(),
         )
+    }
+
+    /// Every component loads: these tests compare configs of bundled
+    /// guardrails, which the runtime's own tests load.
+    struct AllLoad;
+
+    impl Loads for AllLoad {
+        fn cannot_load(&self, _: &Guardrail) -> Option<String> {
+            None
+        }
     }
 
     const GIT: &str = "[[guardrail]]\nname = \"git\"\nsource = \"builtin:no-destructive-git\"\nevents = [\"PreToolUse\"]\nmatcher = \"Bash\"\n";

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, ConfigError, EMBEDDED_DEFAULT, Located, MAX_CONFIG_BYTES, Source};
-use crate::files::{FileError, Identity};
-use crate::mandate::{Mandate, MandateError};
+use sandrail_facts::mandate::{Mandate, MandateError};
+use sandrail_files::{FileError, Identity};
 
 use super::Frozen;
 use super::blobs::Blobs;
@@ -83,7 +83,7 @@ impl Manifest {
     /// manifest. The same files give the same id on every event.
     pub fn id(&self) -> String {
         let json = serde_json::to_vec(self).unwrap_or_default();
-        crate::sha256_hex(&json)[..16].to_owned()
+        sandrail_event::sha256_hex(&json)[..16].to_owned()
     }
 
     /// Where its config is, for people.
@@ -142,7 +142,7 @@ pub fn capture(located: &Located, blobs: Option<&Blobs>) -> Captured {
             return Captured {
                 manifest: Manifest {
                     config: ConfigRef::Embedded {
-                        sha256: crate::sha256_hex(EMBEDDED_DEFAULT.as_bytes()),
+                        sha256: sandrail_event::sha256_hex(EMBEDDED_DEFAULT.as_bytes()),
                     },
                     lock: None,
                     mandate: None,
@@ -162,7 +162,7 @@ pub fn capture(located: &Located, blobs: Option<&Blobs>) -> Captured {
                 Ok(sha) => Content::Sha256(sha),
                 Err(e) => Content::Unreadable(e.to_string()),
             },
-            None => Content::Sha256(crate::sha256_hex(bytes)),
+            None => Content::Sha256(sandrail_event::sha256_hex(bytes)),
         }
     };
     let seen = RefCell::new(BTreeMap::new());
@@ -181,7 +181,7 @@ pub fn capture(located: &Located, blobs: Option<&Blobs>) -> Captured {
         data: Vec::new(),
     };
     look(path);
-    let bytes = match crate::files::read_regular(path, MAX_CONFIG_BYTES) {
+    let bytes = match sandrail_files::read_regular(path, MAX_CONFIG_BYTES) {
         Ok(bytes) => bytes,
         Err(e) => {
             let why = ConfigError::from(e).to_string();
@@ -204,7 +204,7 @@ pub fn capture(located: &Located, blobs: Option<&Blobs>) -> Captured {
     let mandate = RefCell::new(None);
     let parsed = Config::from_bytes(&bytes, path, &mut |at: &Path| {
         look(at);
-        let read = crate::mandate::read(at);
+        let read = sandrail_facts::mandate::read(at);
         *mandate.borrow_mut() = Some(FileRef {
             path: at.to_path_buf(),
             content: match &read {
@@ -258,12 +258,12 @@ pub fn capture(located: &Located, blobs: Option<&Blobs>) -> Captured {
             return Content::clone(content);
         }
         look(path);
-        let content = match crate::files::read_regular(path, max.min(budget)) {
+        let content = match sandrail_files::read_regular(path, max.min(budget)) {
             Ok(bytes) => {
                 budget = budget.saturating_sub(bytes.len() as u64);
                 keep(&bytes)
             }
-            Err(crate::files::FileError::TooLarge { size, .. }) if size <= max => {
+            Err(sandrail_files::FileError::TooLarge { size, .. }) if size <= max => {
                 Content::Unreadable(format!(
                     "{} was not read: the policy's files come to more than {} MiB",
                     path.display(),
@@ -277,14 +277,14 @@ pub fn capture(located: &Located, blobs: Option<&Blobs>) -> Captured {
     };
     for guardrail in &mut config.guardrails {
         if let Source::File(path) = &guardrail.source {
-            let content = content_of(path, crate::runtime::MAX_COMPONENT_BYTES);
+            let content = content_of(path, crate::MAX_COMPONENT_BYTES);
             if blobs.is_some() {
                 guardrail.frozen = Some(frozen(blobs, &content));
             }
             push_once(&mut manifest.components, path, content);
         }
         for grant in &mut guardrail.data {
-            let content = content_of(&grant.path, crate::runtime::MAX_DATA_BYTES);
+            let content = content_of(&grant.path, crate::MAX_DATA_BYTES);
             if blobs.is_some() {
                 grant.frozen = Some(frozen(blobs, &content));
             }
@@ -358,7 +358,7 @@ fn load_from_copies(manifest: &Manifest, blobs: &Blobs) -> Result<Config, LoadEr
         match kept.map(|m| &m.content) {
             Some(Content::Sha256(sha)) => {
                 let bytes = blobs
-                    .get(sha, crate::runtime::MAX_DATA_BYTES)
+                    .get(sha, crate::MAX_DATA_BYTES)
                     .map_err(|e| MandateError::Read(snapshot_error(at, &e.to_string())))?;
                 Mandate::from_bytes(at, bytes)
             }
