@@ -249,6 +249,31 @@ fn a_replaced_component_or_data_file_runs_as_the_session_started_with_it() {
     assert_eq!(run.context(), "[probe] probe judged", "{}", run.stderr());
 }
 
+/// The ratchet asks the runtime whether a changed component still loads (the
+/// policy layer has no wasmtime of its own): a component replaced by one that
+/// does not load is held for a new session, which runs the accepted one.
+#[test]
+fn a_component_replaced_by_one_that_does_not_load_is_held_for_a_new_session() {
+    let project = Project::new();
+    let guards = project.dir().join("guards");
+    std::fs::create_dir_all(&guards).expect("dir");
+    let component = guards.join("probe.wasm");
+    std::fs::copy(PROBE, &component).expect("copy");
+    project.config(
+        "[[guardrail]]\nname = \"probe\"\nsource = \"guards/probe.wasm\"\nevents = [\"PreToolUse\"]\n[guardrail.config]\naction = \"note\"\nvalue = \"probe judged\"\n",
+    );
+    assert_eq!(
+        project.hook(&bash("s1", "ls")).context(),
+        "[probe] probe judged"
+    );
+    // Bytes that read but are no WebAssembly at all: its imports cannot be read.
+    std::fs::write(&component, b"not a component").expect("replace");
+    let run = project.hook(&bash("s2", "ls"));
+    assert_eq!(run.context(), "[probe] probe judged", "{}", run.stderr());
+    let said = format!("{} {}", told(&run), run.stderr());
+    assert!(said.contains("guardrail 'probe' no longer loads"), "{said}");
+}
+
 #[test]
 fn a_renamed_binary_cannot_switch_a_guardrail_off_or_set_state() {
     let project = Project::new();
