@@ -142,7 +142,7 @@ fn yes() -> bool {
     true
 }
 
-/// What self-protection guards beyond its built-in list ((`sandrail::protect`)).
+/// What self-protection guards beyond its built-in list (`sandrail::protect`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Protect {
     pub enabled: bool,
