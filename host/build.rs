@@ -1,81 +1,31 @@
-//! Builds the bundled guardrails (plugins/) as wasm32-wasip2 components and embeds
-//! them in the binary; also builds the test guardrails under tests/guardrails/ when
-//! they are present, for the integration tests.
-//!
-//! The guardrails are built by a nested `cargo build` with its own target directory
-//! inside OUT_DIR, so the outer build's lock is not contended.
+//! How the binaries are linked (no PIE for `sandrail`, the hot functions
+//! together, `sandrail-hook` static), and the test guardrails' paths handed to
+//! the integration tests. The guardrails themselves are built by the
+//! sandrail-builtins crate's build script.
 
 use std::env;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sha2::{Digest, Sha256};
-
-const TARGET: &str = "wasm32-wasip2";
-const PROFILE: &str = "guardrail";
-
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let root = manifest_dir
-        .parent()
-        .expect("host/ sits in the workspace root")
-        .to_path_buf();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
 
     link_without_pie();
     link_hot_code_together(&manifest_dir);
     link_forwarder_statically(&out_dir);
+    hand_test_guardrails_to_the_tests();
+}
 
-    let plugins = crates_under(&root.join("plugins"));
-    let test_guardrails = crates_under(&root.join("tests/guardrails"));
-
-    for dir in ["plugins", "guest-sdk", "wit", "tests/guardrails"] {
-        println!("cargo:rerun-if-changed={}", root.join(dir).display());
-    }
-    println!(
-        "cargo:rerun-if-changed={}",
-        root.join("Cargo.lock").display()
-    );
-
-    let all: Vec<&(String, PathBuf)> = plugins.iter().chain(&test_guardrails).collect();
-    let target_dir = out_dir.join("guardrails");
-    build(&root, &target_dir, &all);
-    let artifact = |name: &str| {
-        target_dir
-            .join(TARGET)
-            .join(PROFILE)
-            .join(format!("{}.wasm", name.replace('-', "_")))
-    };
-
-    let mut generated = String::from(
-        "/// The bundled guardrails: (name, component bytes, sha256 of the bytes).\n\
-         pub static BUILTINS: &[(&str, &[u8], &str)] = &[\n",
-    );
-    for (name, _) in &plugins {
-        let path = artifact(name);
-        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-        let sha256: String = Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        writeln!(
-            generated,
-            "    ({name:?}, include_bytes!({:?}), {sha256:?}),",
-            path.display().to_string()
-        )
-        .expect("writing to a String");
-    }
-    generated.push_str("];\n");
-    std::fs::write(out_dir.join("builtins.rs"), generated).expect("write builtins.rs");
-
-    // Tests find their guardrails through these, e.g. env!("SANDRAIL_TEST_GUARDRAIL_PROBE").
-    for (name, _) in &test_guardrails {
-        let var = name.to_uppercase().replace('-', "_");
-        println!(
-            "cargo:rustc-env=SANDRAIL_TEST_GUARDRAIL_{var}={}",
-            artifact(name).display()
-        );
+/// The test guardrails are built beside the bundled ones, by sandrail-builtins'
+/// build script, which passes their paths up as `links` metadata. Tests find
+/// them as e.g. env!("SANDRAIL_TEST_GUARDRAIL_PROBE").
+fn hand_test_guardrails_to_the_tests() {
+    const FROM_BUILTINS: &str = "DEP_SANDRAIL_BUILTINS_TEST_GUARDRAIL_";
+    for (var, path) in env::vars() {
+        if let Some(name) = var.strip_prefix(FROM_BUILTINS) {
+            println!("cargo:rustc-env=SANDRAIL_TEST_GUARDRAIL_{name}={path}");
+        }
     }
 }
 
@@ -220,62 +170,4 @@ fn other_linker_configured() -> bool {
     env::var_os(&linker_var).is_some()
         || env::var_os("RUSTC_LINKER").is_some()
         || env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|flags| flags.contains("linker"))
-}
-
-/// The (package name, directory) of every crate directly under `dir`. A guardrail
-/// crate is named after its directory.
-fn crates_under(dir: &Path) -> Vec<(String, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut crates: Vec<(String, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("Cargo.toml").is_file())
-        .filter_map(|p| Some((p.file_name()?.to_str()?.to_owned(), p)))
-        .collect();
-    crates.sort();
-    crates
-}
-
-fn build(root: &Path, target_dir: &Path, crates: &[&(String, PathBuf)]) {
-    if crates.is_empty() {
-        return;
-    }
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(root)
-        .arg("build")
-        .arg("--target")
-        .arg(TARGET)
-        .arg("--profile")
-        .arg(PROFILE)
-        .arg("--target-dir")
-        .arg(target_dir);
-    for (name, _) in crates {
-        cmd.arg("-p").arg(name);
-    }
-    // What the outer build set for itself must not leak into the guardrails' build.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "CARGO_BUILD_RUSTFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_MAKEFLAGS",
-        "MAKEFLAGS",
-        "MFLAGS",
-    ] {
-        cmd.env_remove(var);
-    }
-    let status = cmd
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run cargo to build the guardrails: {e}"));
-    if !status.success() {
-        panic!(
-            "building the guardrails for {TARGET} failed (see above). \
-             If the target is missing, run `rustup target add {TARGET}`."
-        );
-    }
 }

@@ -23,6 +23,7 @@
 //! - [`guest_text`]: a guardrail's text made safe to show (`sandrail-event`)
 //! - [`store`]: guardrail state in redb (`sandrail-store`)
 //! - [`runtime`]: wasmtime, the component cache and the sandbox
+//!   (`sandrail-runtime`)
 //! - [`escalation`]: levels, counters' thresholds and messages
 //!   (`sandrail-store`)
 //! - [`audit`]: the override trail in the project
@@ -33,7 +34,8 @@
 //! - [`hook`]: the `sandrail hook` command end to end
 
 pub mod audit;
-pub mod builtins;
+/// The bundled guardrails (the `sandrail-builtins` crate, `host/builtins`).
+pub use sandrail_builtins as builtins;
 pub mod cases;
 pub use sandrail_event::clock;
 pub mod cycle;
@@ -63,7 +65,9 @@ pub mod protect;
 pub mod protocol;
 pub mod receipts;
 pub mod replay;
-pub mod runtime;
+/// wasmtime, the component cache and the sandbox (the `sandrail-runtime`
+/// crate, `host/runtime`).
+pub use sandrail_runtime as runtime;
 pub mod serve;
 /// The shell analysis, a crate of its own (`host/shell`).
 pub use sandrail_shell as shell;

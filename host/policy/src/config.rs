@@ -761,10 +761,10 @@ fn validate_name(name: &str) -> Result<(), String> {
 fn resolve_guardrail(g: RawGuardrail, base: Option<&Path>) -> Result<Guardrail, String> {
     let source = match g.source.strip_prefix("builtin:") {
         Some(name) => {
-            if !crate::bundled::is_bundled(name) {
+            if !sandrail_builtins::is_bundled(name) {
                 return Err(format!(
                     "source 'builtin:{name}' is not a bundled guardrail; bundled: {}",
-                    crate::bundled::names().join(", ")
+                    sandrail_builtins::names().join(", ")
                 ));
             }
             Source::Builtin(name.to_owned())

@@ -12,16 +12,14 @@
 //! - [`timeouts`]: what one event may cost under a policy, against the
 //!   harness's hook timeout;
 //! - [`receipts`]: what the config says about receipts (the gate, the
-//!   collector);
-//! - [`bundled`]: the bundled guardrails' names.
+//!   collector).
 //!
-//! It sits on the store (a session's policy record lives beside its
+//! It sits on the bundled guardrails (their names, `sandrail-builtins`), the store (a session's policy record lives beside its
 //! database), the facts (a config's patterns and mandate) and the file
 //! helpers, and imports nothing of the runtime or the engine: whether a
 //! component loads, which the ratchet asks, comes in through
 //! [`policy::ratchet::Loads`], which the runtime implements.
 
-pub mod bundled;
 pub mod config;
 pub mod locations;
 pub mod lock;

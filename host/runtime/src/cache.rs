@@ -24,7 +24,7 @@ use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::files::Identity;
+use sandrail_files::Identity;
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
@@ -43,7 +43,7 @@ impl ComponentCache {
     pub fn new(engine: &Engine, dir: Option<PathBuf>, writes: bool) -> Self {
         let mut hasher = DigestHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_key = crate::hex(&hasher.0.finalize()[..8]);
+        let engine_key = sandrail_event::hex(&hasher.0.finalize()[..8]);
         ComponentCache {
             dir,
             engine_key,
@@ -69,7 +69,7 @@ impl ComponentCache {
         if let Some(path) = path.as_deref().filter(|p| p.is_file()) {
             match verified(path, sha256).and_then(|identity| deserialize(engine, path, &identity)) {
                 Ok(component) => {
-                    if crate::debug_logging() {
+                    if sandrail_event::debug_logging() {
                         eprintln!(
                             "sandrail: loaded {sha256} from the cache {}",
                             path.display()
@@ -90,7 +90,7 @@ impl ComponentCache {
             }
         }
         let component = Component::new(engine, bytes).map_err(LoadError::Compile)?;
-        if crate::debug_logging() {
+        if sandrail_event::debug_logging() {
             eprintln!("sandrail: compiled {sha256}");
         }
         if let Some(path) = path.filter(|_| self.writes)
@@ -187,7 +187,7 @@ fn verified(path: &Path, component: &str) -> wasmtime::Result<Identity> {
         if identity.same(&record.identity) {
             return Ok(identity);
         }
-        let actual = crate::sha256_hex(&std::fs::read(path)?);
+        let actual = sandrail_event::sha256_hex(&std::fs::read(path)?);
         if actual != record.sha256 {
             return Err(Untrusted::Altered {
                 recorded: record.sha256,
@@ -228,12 +228,16 @@ fn store(component: &Component, path: &Path, source_sha256: &str) -> Result<(), 
         .serialize()
         .map_err(|e| WriteError::Serialize(format!("{e:#}")))?;
     write_atomically(path, &serialized)?;
-    write_record(path, source_sha256, &crate::sha256_hex(&serialized))
+    write_record(
+        path,
+        source_sha256,
+        &sandrail_event::sha256_hex(&serialized),
+    )
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    crate::locations::create_private_dir(dir)?;
+    sandrail_policy::locations::create_private_dir(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;

@@ -2,22 +2,22 @@
 //! session. Its `observe` runs on the events it subscribed to and says whether it
 //! enters, stays or exits; its `leave` runs at Stop while it is active and may
 //! hold the Stop. The host keeps what it says in the session's cycle
-//! ([`crate::store::cycle`]).
+//! ([`sandrail_store::cycle`]).
 
 /// Bindings for the `context-guardrail` world. Its imports are the `guardrail`
 /// world's, shared with [`super::wit`]; only the `context` export is its own.
 pub mod wit {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "context-guardrail",
         exports: { default: async },
         with: {
-            "sandrail:guardrail/types": crate::runtime::wit::sandrail::guardrail::types,
-            "sandrail:guardrail/state": crate::runtime::wit::sandrail::guardrail::state,
-            "sandrail:guardrail/flags": crate::runtime::wit::sandrail::guardrail::flags,
-            "sandrail:guardrail/data": crate::runtime::wit::sandrail::guardrail::data,
-            "sandrail:guardrail/log": crate::runtime::wit::sandrail::guardrail::log,
-            "sandrail:guardrail/cycle": crate::runtime::wit::sandrail::guardrail::cycle,
+            "sandrail:guardrail/types": crate::wit::sandrail::guardrail::types,
+            "sandrail:guardrail/state": crate::wit::sandrail::guardrail::state,
+            "sandrail:guardrail/flags": crate::wit::sandrail::guardrail::flags,
+            "sandrail:guardrail/data": crate::wit::sandrail::guardrail::data,
+            "sandrail:guardrail/log": crate::wit::sandrail::guardrail::log,
+            "sandrail:guardrail/cycle": crate::wit::sandrail::guardrail::cycle,
         },
     });
 

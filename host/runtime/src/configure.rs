@@ -11,23 +11,23 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::RunError;
-use crate::config::{Config, Guardrail, Source};
-use crate::facts::Costly;
+use sandrail_facts::Costly;
+use sandrail_policy::config::{Config, Guardrail, Source};
 
 /// Bindings for the `configurable-guardrail` world. Its imports are the
 /// `guardrail` world's, shared with [`super::wit`]; only the `configure` export
 /// is its own.
 pub mod wit {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "configurable-guardrail",
         exports: { default: async },
         with: {
-            "sandrail:guardrail/types": crate::runtime::wit::sandrail::guardrail::types,
-            "sandrail:guardrail/state": crate::runtime::wit::sandrail::guardrail::state,
-            "sandrail:guardrail/flags": crate::runtime::wit::sandrail::guardrail::flags,
-            "sandrail:guardrail/data": crate::runtime::wit::sandrail::guardrail::data,
-            "sandrail:guardrail/log": crate::runtime::wit::sandrail::guardrail::log,
+            "sandrail:guardrail/types": crate::wit::sandrail::guardrail::types,
+            "sandrail:guardrail/state": crate::wit::sandrail::guardrail::state,
+            "sandrail:guardrail/flags": crate::wit::sandrail::guardrail::flags,
+            "sandrail:guardrail/data": crate::wit::sandrail::guardrail::data,
+            "sandrail:guardrail/log": crate::wit::sandrail::guardrail::log,
         },
     });
 
@@ -184,7 +184,7 @@ pub(super) fn from_wit(
 
 /// Guest text as one clean line of at most `max` characters.
 fn one_line(text: &str, max: usize) -> String {
-    let line = crate::guest_text::lines(text).join(" ");
+    let line = sandrail_event::text::lines(text).join(" ");
     match line.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line,
@@ -208,13 +208,14 @@ impl NeedsCache {
 
     fn path_for(&self, component_sha256: &str, config_json: &str) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
-        let key = crate::sha256_hex(format!("{component_sha256}\n{config_json}").as_bytes());
+        let key =
+            sandrail_event::sha256_hex(format!("{component_sha256}\n{config_json}").as_bytes());
         Some(dir.join(format!("needs-{}.txt", &key[..40])))
     }
 
     pub(super) fn get(&self, component_sha256: &str, config_json: &str) -> Option<Needs> {
         let path = self.path_for(component_sha256, config_json)?;
-        let text = crate::files::read_regular(&path, 1024).ok()?;
+        let text = sandrail_files::read_regular(&path, 1024).ok()?;
         Some(Needs::from_line(&String::from_utf8_lossy(&text)))
     }
 
@@ -226,7 +227,7 @@ impl NeedsCache {
         };
         let write = || -> std::io::Result<()> {
             let dir = path.parent().unwrap_or(Path::new("."));
-            crate::locations::create_private_dir(dir)?;
+            sandrail_policy::locations::create_private_dir(dir)?;
             let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
             tmp.write_all(needs.to_line().as_bytes())?;
             tmp.persist(&path).map_err(|e| e.error)?;
@@ -260,7 +261,7 @@ pub fn kept_facts(config: &Config, cache_dir: Option<&Path>) -> BTreeSet<Costly>
     let askable: Vec<&&Guardrail> = enabled
         .iter()
         .filter(|g| match &g.source {
-            Source::Builtin(name) => crate::builtins::ANSWERS_NEEDS.contains(&name.as_str()),
+            Source::Builtin(name) => sandrail_builtins::ANSWERS_NEEDS.contains(&name.as_str()),
             Source::File(_) => true,
         })
         .collect();
@@ -282,7 +283,7 @@ pub fn kept_facts(config: &Config, cache_dir: Option<&Path>) -> BTreeSet<Costly>
                 key.push_str(&format!("{} {modified}\n", meta.len()));
             }
         }
-        crate::sha256_hex(key.as_bytes())
+        sandrail_event::sha256_hex(key.as_bytes())
     };
     let cache = NeedsCache::new(cache_dir);
     let answered = match cache.get("config", &summary_key) {
@@ -359,8 +360,8 @@ mod tests {
         );
     }
 
-    fn limits() -> crate::config::Limits {
-        crate::config::Limits {
+    fn limits() -> sandrail_policy::config::Limits {
+        sandrail_policy::config::Limits {
             timeout: std::time::Duration::from_secs(10),
             memory_bytes: 64 << 20,
             state_bytes: 4 << 20,
@@ -370,13 +371,31 @@ mod tests {
     }
 
     fn loaded(runtime: &Runtime, builtin: &str) -> (super::super::Prepared, super::super::Loaded) {
-        let source = crate::config::Source::Builtin(builtin.into());
+        let source = sandrail_policy::config::Source::Builtin(builtin.into());
         let prepared = super::super::prepare(&source, None).expect("prepare");
         let loaded = runtime.load(&prepared).expect("load");
         (prepared, loaded)
     }
 
     use super::super::Runtime;
+
+    /// `sandrail_builtins::CONFIGURABLE` names exactly the bundled components
+    /// that export `configure`.
+    #[test]
+    fn the_configurable_list_matches_the_components() {
+        for name in sandrail_builtins::names() {
+            let prepared = super::super::prepare(
+                &sandrail_policy::config::Source::Builtin(name.to_owned()),
+                None,
+            )
+            .expect("a builtin prepares");
+            assert_eq!(
+                prepared.configurable,
+                sandrail_builtins::CONFIGURABLE.contains(&name),
+                "{name}"
+            );
+        }
+    }
 
     #[test]
     fn a_configurable_component_checks_its_config_and_declares_its_needs() {

@@ -5,7 +5,7 @@
 //! Each line costs its bytes plus [`LINE_COST`], so a guardrail cannot flood the
 //! terminal with empty lines any more than with long ones.
 
-use crate::guest_text;
+use sandrail_event::text as guest_text;
 
 /// What a line costs on top of its text: about what sandrail's prefix adds, so the
 /// budget bounds what is really printed (at most 1,024 lines in the default 64 KiB).

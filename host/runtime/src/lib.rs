@@ -44,19 +44,19 @@ pub use context::wit::Transition;
 pub use host::{HostState, MAX_DATA_BYTES};
 pub use pool::SANDBOXES_AT_ONCE;
 
-use crate::config::{Limits, Source};
-use crate::files::Identity;
-use crate::store::Keyspace;
+use sandrail_files::Identity;
+use sandrail_policy::config::{Limits, Source};
+use sandrail_store::Keyspace;
 
 /// The contract this host serves, as WIT text: what `sandrail new` gives a
 /// guardrail written in a language whose toolchain reads WIT files.
-pub const CONTRACT_WIT: &str = include_str!("../../wit/guardrail.wit");
+pub const CONTRACT_WIT: &str = include_str!("../../../wit/guardrail.wit");
 
 /// Bindings generated from `wit/guardrail.wit` (the `guardrail` world): the host
 /// side of the contract. The `configure` export has its own, in `configure::wit`.
 pub mod wit {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "guardrail",
         // Async only so that a call can be abandoned at its deadline even while
         // the guest waits in a host call; the host functions themselves are sync.
@@ -66,9 +66,9 @@ pub mod wit {
     pub use self::sandrail::guardrail::types::{EventKind, Turn, Violation};
 }
 
-impl From<crate::event::EventKind> for wit::EventKind {
-    fn from(kind: crate::event::EventKind) -> Self {
-        use crate::event::EventKind as K;
+impl From<sandrail_event::EventKind> for wit::EventKind {
+    fn from(kind: sandrail_event::EventKind) -> Self {
+        use sandrail_event::EventKind as K;
         match kind {
             K::SessionStart => wit::EventKind::SessionStart,
             K::UserPromptSubmit => wit::EventKind::UserPromptSubmit,
@@ -104,7 +104,7 @@ pub enum LoadError {
     )]
     Missing(PathBuf),
     #[error("{0}")]
-    Read(crate::files::FileError),
+    Read(sandrail_files::FileError),
     #[error("no bundled guardrail is called '{0}'")]
     UnknownBuiltin(String),
     #[error("sha256 mismatch: the config pins {expected} but the component is {actual}")]
@@ -154,7 +154,7 @@ impl RunError {
     pub fn brief(&self) -> String {
         match self {
             RunError::Trap { cause, .. } => format!("trapped: {cause}"),
-            other => crate::guest_text::one_line(&other.to_string(), BRIEF_CHARS),
+            other => sandrail_event::text::one_line(&other.to_string(), BRIEF_CHARS),
         }
     }
 }
@@ -386,8 +386,11 @@ impl Runtime {
     /// compiled component is keyed by that sha256: a change the identity misses
     /// (a write through a shared mapping to a page already dirty moves neither
     /// time) leaves the server running the policy's own bytes, never others.
-    pub fn prepare(&self, guardrail: &crate::config::Guardrail) -> Result<Prepared, LoadError> {
-        let (Some(remembered), Some(crate::policy::Frozen::Copy { blob, .. })) =
+    pub fn prepare(
+        &self,
+        guardrail: &sandrail_policy::config::Guardrail,
+    ) -> Result<Prepared, LoadError> {
+        let (Some(remembered), Some(sandrail_policy::policy::Frozen::Copy { blob, .. })) =
             (&self.remembered, &guardrail.frozen)
         else {
             return prepare_guardrail(guardrail);
@@ -524,7 +527,7 @@ impl Runtime {
         name: &str,
         event: &wit::Event,
         keyspace: Keyspace,
-        data: &[crate::config::DataGrant],
+        data: &[sandrail_policy::config::DataGrant],
         limits: Limits,
     ) -> RunOutcome {
         let mut sandbox = self.sandbox(name, keyspace, data, limits);
@@ -561,7 +564,7 @@ impl Runtime {
         name: &str,
         call: ContextCall<'_>,
         keyspace: Keyspace,
-        data: &[crate::config::DataGrant],
+        data: &[sandrail_policy::config::DataGrant],
         limits: Limits,
     ) -> RunOutcome<ContextAnswer> {
         let mut sandbox = self.sandbox(name, keyspace, data, limits);
@@ -611,8 +614,8 @@ impl Runtime {
         if let Err(RunError::Trap { cause, .. }) = &mut result {
             let (printed, _) = sandbox.stderr.contents();
             if let Some((panic, rest)) = capture::panic_in(&String::from_utf8_lossy(&printed)) {
-                *cause = crate::guest_text::one_line(&panic, BRIEF_CHARS);
-                if !crate::debug_logging() {
+                *cause = sandrail_event::text::one_line(&panic, BRIEF_CHARS);
+                if !sandrail_event::debug_logging() {
                     let rest = if rest.trim().is_empty() { "" } else { &rest };
                     sandbox.stderr.replace(rest.as_bytes());
                 }
@@ -653,7 +656,7 @@ impl Runtime {
         loaded: &Loaded,
         name: &str,
         config_json: &str,
-        data: &[crate::config::DataGrant],
+        data: &[sandrail_policy::config::DataGrant],
         limits: Limits,
     ) -> Result<Option<Needs>, ConfigureError> {
         let Some(indices) = &loaded.configure else {
@@ -698,7 +701,7 @@ impl Runtime {
         loaded: &Loaded,
         name: &str,
         config_json: &str,
-        data: &[crate::config::DataGrant],
+        data: &[sandrail_policy::config::DataGrant],
         limits: Limits,
     ) -> Option<Needs> {
         loaded.configure.as_ref()?;
@@ -736,7 +739,7 @@ impl Runtime {
         &self,
         name: &str,
         keyspace: Keyspace,
-        data: &[crate::config::DataGrant],
+        data: &[sandrail_policy::config::DataGrant],
         limits: Limits,
     ) -> Sandbox {
         // Each stream keeps at most what the guardrail may print in all.
@@ -785,7 +788,7 @@ impl Runtime {
         let result = self
             .executor
             .block_on(async { tokio::time::timeout(limits.timeout, call).await });
-        if crate::debug_logging() {
+        if sandrail_event::debug_logging() {
             eprintln!(
                 "sandrail: [{name}] {what} in {:.2} ms",
                 started.elapsed().as_secs_f64() * 1000.0
@@ -848,8 +851,10 @@ pub fn cached_needs(
 /// [`prepare`] for a configured guardrail: its component must also match its
 /// entry in `sandrail.lock`, and is not read at all when the lock cannot vouch
 /// for it.
-pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepared, LoadError> {
-    if let Some(crate::lock::Locked::Unusable(why)) = &guardrail.locked {
+pub fn prepare_guardrail(
+    guardrail: &sandrail_policy::config::Guardrail,
+) -> Result<Prepared, LoadError> {
+    if let Some(sandrail_policy::lock::Locked::Unusable(why)) = &guardrail.locked {
         return Err(LoadError::LockUnusable(why.clone()));
     }
     let (bytes, sha256) = read_guardrail(guardrail)?;
@@ -862,15 +867,17 @@ pub fn prepare_guardrail(guardrail: &crate::config::Guardrail) -> Result<Prepare
 #[derive(Debug, Clone, Copy)]
 pub struct Prepares;
 
-impl crate::policy::ratchet::Loads for Prepares {
-    fn cannot_load(&self, guardrail: &crate::config::Guardrail) -> Option<String> {
+impl sandrail_policy::policy::ratchet::Loads for Prepares {
+    fn cannot_load(&self, guardrail: &sandrail_policy::config::Guardrail) -> Option<String> {
         prepare_guardrail(guardrail).err().map(|e| e.to_string())
     }
 }
 
 /// [`prepare`] of what an entry runs, checked against no pin: for a reviewer,
 /// who must see the component whatever its pins say.
-pub fn prepare_unpinned(guardrail: &crate::config::Guardrail) -> Result<Prepared, LoadError> {
+pub fn prepare_unpinned(
+    guardrail: &sandrail_policy::config::Guardrail,
+) -> Result<Prepared, LoadError> {
     let (bytes, sha256) = read_guardrail(guardrail)?;
     prepare_bytes(bytes, sha256, None)
 }
@@ -879,7 +886,7 @@ pub fn prepare_unpinned(guardrail: &crate::config::Guardrail) -> Result<Prepared
 /// it belongs to a kept policy (what a session runs, whatever became of the
 /// file since), else its source as it is now.
 pub fn read_guardrail(
-    guardrail: &crate::config::Guardrail,
+    guardrail: &sandrail_policy::config::Guardrail,
 ) -> Result<(Cow<'static, [u8]>, String), LoadError> {
     match &guardrail.frozen {
         Some(frozen) => {
@@ -894,8 +901,11 @@ pub fn read_guardrail(
 
 /// Whether the entry may run what was prepared for it: the lock is usable, the
 /// component is the kind the entry says, and it is what the lock pins.
-fn admit(guardrail: &crate::config::Guardrail, prepared: Prepared) -> Result<Prepared, LoadError> {
-    use crate::lock::Locked;
+fn admit(
+    guardrail: &sandrail_policy::config::Guardrail,
+    prepared: Prepared,
+) -> Result<Prepared, LoadError> {
+    use sandrail_policy::lock::Locked;
     if let Some(Locked::Unusable(why)) = &guardrail.locked {
         return Err(LoadError::LockUnusable(why.clone()));
     }
@@ -1057,17 +1067,17 @@ fn scan_interfaces(bytes: &[u8]) -> Result<Interfaces, wasmparser::BinaryReaderE
 pub fn read_source(source: &Source) -> Result<(Cow<'static, [u8]>, String), LoadError> {
     match source {
         Source::Builtin(name) => {
-            let (bytes, sha256) = crate::builtins::get_with_sha256(name)
+            let (bytes, sha256) = sandrail_builtins::get_with_sha256(name)
                 .ok_or_else(|| LoadError::UnknownBuiltin(name.clone()))?;
             Ok((Cow::Borrowed(bytes), sha256.to_owned()))
         }
         Source::File(path) => {
             let bytes =
-                crate::files::read_regular(path, MAX_COMPONENT_BYTES).map_err(|e| match e {
-                    crate::files::FileError::Missing { .. } => LoadError::Missing(path.clone()),
+                sandrail_files::read_regular(path, MAX_COMPONENT_BYTES).map_err(|e| match e {
+                    sandrail_files::FileError::Missing { .. } => LoadError::Missing(path.clone()),
                     other => LoadError::Read(other),
                 })?;
-            let sha256 = crate::sha256_hex(&bytes);
+            let sha256 = sandrail_event::sha256_hex(&bytes);
             Ok((Cow::Owned(bytes), sha256))
         }
     }
@@ -1105,7 +1115,7 @@ impl CallFailed {
                 .map(|trap| format!("wasm trap: {trap}"))
                 .unwrap_or_else(|| error.root_cause().to_string());
             RunError::Trap {
-                cause: crate::guest_text::one_line(&cause, BRIEF_CHARS),
+                cause: sandrail_event::text::one_line(&cause, BRIEF_CHARS),
                 detail: format!("{error:#}"),
             }
         }

@@ -7,7 +7,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::output::Output;
 use super::wit::sandrail::guardrail::{cycle, data, escalation, flags, log, state, types};
-use crate::store::{self, Keyspace, KeyspaceError};
+use sandrail_store::{self as store, Keyspace, KeyspaceError};
 
 /// Longest single log message forwarded.
 pub(super) const LOG_MESSAGE_BYTES: usize = 4 * 1024;
@@ -24,7 +24,7 @@ const MAX_TABLE_ELEMENTS: usize = 100_000;
 pub struct HostState {
     keyspace: Keyspace,
     /// The files its entry grants: (the path as written, where it is).
-    data: Vec<crate::config::DataGrant>,
+    data: Vec<sandrail_policy::config::DataGrant>,
     wasi: WasiCtx,
     table: ResourceTable,
     memory_limit: usize,
@@ -38,7 +38,7 @@ impl HostState {
     pub fn new(
         guardrail: &str,
         keyspace: Keyspace,
-        data: Vec<crate::config::DataGrant>,
+        data: Vec<sandrail_policy::config::DataGrant>,
         wasi: WasiCtx,
         memory_limit: usize,
         log_budget: usize,
@@ -207,9 +207,9 @@ impl cycle::Host for HostState {
             .into_iter()
             .map(|event| cycle::SpanEvent {
                 seq: event.seq,
-                kind: crate::event::EventKind::from_name(&event.event)
-                    .filter(|k| *k != crate::event::EventKind::ConfigChange)
-                    .unwrap_or(crate::event::EventKind::PostToolUse)
+                kind: sandrail_event::EventKind::from_name(&event.event)
+                    .filter(|k| *k != sandrail_event::EventKind::ConfigChange)
+                    .unwrap_or(sandrail_event::EventKind::PostToolUse)
                     .into(),
                 tool_name: event.tool,
                 turn: event.turn,
@@ -259,8 +259,8 @@ impl escalation::Host for HostState {
     }
 }
 
-fn level_of(level: crate::escalation::Level) -> escalation::Level {
-    use crate::escalation::Level as L;
+fn level_of(level: sandrail_store::escalation::Level) -> escalation::Level {
+    use sandrail_store::escalation::Level as L;
     match level {
         L::Silent => escalation::Level::Silent,
         L::Nudge => escalation::Level::Nudge,
@@ -280,7 +280,7 @@ impl data::Host for HostState {
             Some(frozen) => frozen.read(MAX_DATA_BYTES).map_err(|e| {
                 data::DataError::Unreadable(format!("{}: {e}", grant.path.display()))
             })?,
-            None => crate::files::read_regular(&grant.path, MAX_DATA_BYTES)
+            None => sandrail_files::read_regular(&grant.path, MAX_DATA_BYTES)
                 .map_err(|e| data::DataError::Unreadable(e.to_string()))?,
         };
         String::from_utf8(bytes).map_err(|e| {
@@ -295,7 +295,7 @@ impl data::Host for HostState {
 
 impl log::Host for HostState {
     fn log(&mut self, level: log::Level, message: String) {
-        if level == log::Level::Debug && !crate::debug_logging() {
+        if level == log::Level::Debug && !sandrail_event::debug_logging() {
             return;
         }
         let level = match level {

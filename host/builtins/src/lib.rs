@@ -1,4 +1,6 @@
-//! The bundled guardrails, compiled into the binary by build.rs.
+//! The bundled guardrails (the crates under plugins/), built as components by
+//! this crate's build script and embedded: their names, which a config may name
+//! as `builtin:<name>`, and their bytes, which the runtime loads.
 
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
@@ -16,13 +18,18 @@ pub fn get_with_sha256(name: &str) -> Option<(&'static [u8], &'static str)> {
         .map(|(_, bytes, sha256)| (*bytes, *sha256))
 }
 
-/// The names of every bundled guardrail.
+/// Whether `name` is a bundled guardrail.
+pub fn is_bundled(name: &str) -> bool {
+    BUILTINS.iter().any(|(builtin, _, _)| *builtin == name)
+}
+
+/// The names of every bundled guardrail, sorted.
 pub fn names() -> Vec<&'static str> {
     BUILTINS.iter().map(|(name, _, _)| *name).collect()
 }
 
 /// The bundled guardrails that export `configure` (checked against their bytes by
-/// a test): `check-config` runs their check.
+/// the runtime's tests): `check-config` runs their check.
 pub const CONFIGURABLE: &[&str] = &[
     "contracts",
     "dotforge",
@@ -34,27 +41,3 @@ pub const CONFIGURABLE: &[&str] = &[
 /// reads, asked at events; the others only validate their config, so a config
 /// with none of these never reads a component to ask.
 pub const ANSWERS_NEEDS: &[&str] = &["contracts", "verify-artifact-produced"];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Source;
-
-    #[test]
-    fn the_configurable_list_matches_the_components() {
-        for name in names() {
-            let prepared = crate::runtime::prepare(&Source::Builtin(name.to_owned()), None)
-                .expect("a builtin prepares");
-            assert_eq!(
-                prepared.configurable,
-                CONFIGURABLE.contains(&name),
-                "{name}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_names_a_config_may_use_are_the_components_embedded() {
-        assert_eq!(names(), sandrail_policy::bundled::names());
-    }
-}
