@@ -22,14 +22,12 @@ pub mod timeouts;
 pub mod typed;
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::event::EventKind;
-use crate::hook::{Origin, Outcome};
-use crate::protocol::{MAX_PAYLOAD_BYTES, PayloadError, members};
+use crate::protocol::{PayloadError, members};
 
 /// A harness whose hooks sandrail answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -193,70 +191,10 @@ pub struct Event {
     pub cwd: Option<String>,
 }
 
-/// Judges the payload on `stdin`, written in `harness`'s dialect: read into the
-/// host's model, judged by `judge` (here or by a server), answered in the dialect.
-pub fn judge(
-    harness: Harness,
-    stdin: impl Read,
-    origin: &Origin,
-    judge: impl FnOnce(&[u8], &Origin) -> Outcome,
-) -> Outcome {
-    let mut bytes = Vec::new();
-    let read = stdin
-        .take(MAX_PAYLOAD_BYTES as u64 + 1)
-        .read_to_end(&mut bytes);
-    let origin = Origin {
-        project: origin.project.clone().or_else(|| harness.project_dir()),
-        cwd: origin.cwd.clone(),
-    };
-    let places = crate::locations::Places::User;
-    if let Err(e) = read {
-        let why = PayloadError::Read(e).to_string();
-        return crate::hook::unreadable(&why, &origin, &places);
-    }
-    if bytes.len() > MAX_PAYLOAD_BYTES {
-        return crate::hook::unreadable(&PayloadError::TooLarge.to_string(), &origin, &places);
-    }
-    let raw = String::from_utf8_lossy(&bytes);
-    let event = match harness.read(&raw) {
-        Ok(Translated::Event(event)) => event,
-        // Claude Code's payload goes on as it came, so the host reports what it
-        // had to repair in it.
-        Ok(Translated::AsIs) => return judge(&bytes, &origin),
-        Ok(Translated::Unjudged(name)) => {
-            if crate::debug_logging() {
-                eprintln!(
-                    "sandrail: {} sends '{name}', which sandrail has no verdict for; nothing to do",
-                    harness.title()
-                );
-            }
-            return Outcome::default();
-        }
-        Err(e) => {
-            let why = format!("{} payload: {e}", harness.title());
-            return crate::hook::unreadable(&why, &origin, &places);
-        }
-    };
-    // A harness that names no project directory: the project its hooks were
-    // registered in, not whichever subdirectory the session stands in.
-    let origin = match (&origin.project, &event.cwd) {
-        (None, Some(cwd)) => Origin {
-            project: Some(harness.project_of(std::path::Path::new(cwd))),
-            cwd: origin.cwd.clone(),
-        },
-        _ => origin,
-    };
-    let mut outcome = judge(event.payload.as_bytes(), &origin);
-    outcome.answer = outcome
-        .answer
-        .and_then(|claude| harness.answer(&event, &claude));
-    outcome
-}
-
 impl Harness {
     /// The project directory the harness names in a hook's environment, where it
     /// names one under its own variable (`CLAUDE_PROJECT_DIR` is read first).
-    fn project_dir(self) -> Option<std::path::PathBuf> {
+    pub(crate) fn project_dir(self) -> Option<std::path::PathBuf> {
         let var = match self {
             Harness::Cursor => "CURSOR_PROJECT_DIR",
             Harness::Gemini => "GEMINI_PROJECT_DIR",
@@ -273,7 +211,7 @@ impl Harness {
     /// else the directory itself. (Self-protection guards the hook settings of
     /// every directory above the project too, so a decoy settings file cannot
     /// move the guard off the real one.)
-    fn project_of(self, cwd: &std::path::Path) -> std::path::PathBuf {
+    pub(crate) fn project_of(self, cwd: &std::path::Path) -> std::path::PathBuf {
         let home = crate::locations::home();
         let candidates = || {
             cwd.ancestors()

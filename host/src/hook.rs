@@ -23,6 +23,7 @@ use crate::protect;
 use crate::protocol::{self, HookInput, PayloadError};
 use crate::store::{SessionStore, StoreError, lifecycle};
 
+pub mod dialect;
 mod receipt;
 mod settle;
 

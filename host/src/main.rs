@@ -295,7 +295,7 @@ fn hook(harness: Harness) -> ExitCode {
     // Read into the host's model, judged as Claude Code's, answered in the
     // harness's dialect.
     let judged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        sandrail::harness::judge(
+        sandrail::hook::dialect::judge(
             harness,
             std::io::stdin().lock(),
             &origin,

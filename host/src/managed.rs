@@ -50,7 +50,7 @@ impl ManagedHooks {
     /// Reads Claude Code's managed settings at `path`: `None` where there is
     /// no such file.
     pub fn read(path: &Path) -> Result<Option<ManagedHooks>, String> {
-        let Some(doc) = crate::os_sandbox::read(path)? else {
+        let Some(doc) = crate::harness::settings::read(path)? else {
             return Ok(None);
         };
         let mut hooks = ManagedHooks {

@@ -16,10 +16,9 @@ pub mod prerequisites;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use crate::config::{Config, Located, Origin, Source};
 use crate::harness::Harness;
+use crate::harness::settings::read;
 
 /// One path to keep from the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,21 +191,6 @@ pub fn asked_for(project: &Path, state: Option<&Path>) -> bool {
         .unwrap_or_else(|| crate::policy::from_disk(Some(project)))
         .protect
         .os_sandbox
-}
-
-/// A settings file: `None` when there is none, an error when it is not a JSON
-/// object (nothing is written over a file that cannot be read).
-pub fn read(path: &Path) -> Result<Option<Value>, String> {
-    let bytes = match crate::files::read_regular(path, 1 << 20) {
-        Ok(bytes) => bytes,
-        Err(crate::files::FileError::Missing { .. }) => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(value) if value.is_object() => Ok(Some(value)),
-        Ok(_) => Err(format!("{} is not a JSON object", path.display())),
-        Err(e) => Err(format!("{} is not valid JSON: {e}", path.display())),
-    }
 }
 
 /// How one harness's sandbox stands for a project, for `status`, `doctor` and

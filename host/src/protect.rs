@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::config::{Config, Origin, Source};
 use crate::facts::Changes;
-use crate::harness::settings::runs_sandrail_hook;
+use crate::harness::settings::{runs_sandrail_hook, sandrail_server_url};
 use crate::protocol::HookInput;
 
 /// Files only a person edits, wherever they are: a sandrail config found closer to
@@ -635,25 +635,6 @@ fn registrations(settings: &Value) -> BTreeSet<String> {
         }
     }
     found
-}
-
-/// The URL of an http hook that reaches `sandrail serve`: one that names its
-/// project in sandrail's header, as the README registers it.
-pub(crate) fn sandrail_server_url(hook: &Value) -> Option<&str> {
-    if hook.get("type").and_then(Value::as_str) != Some("http") {
-        return None;
-    }
-    let names_project = hook
-        .get("headers")
-        .and_then(Value::as_object)
-        .is_some_and(|headers| {
-            headers
-                .keys()
-                .any(|name| name.eq_ignore_ascii_case(crate::serve::PROJECT_HEADER))
-        });
-    names_project
-        .then(|| hook.get("url").and_then(Value::as_str))
-        .flatten()
 }
 
 fn record_path(state: &Path, settings: &Path) -> PathBuf {

@@ -52,12 +52,9 @@ use crate::receipts::otlp::{self, Exporter};
 use admission::{Admission, Ticket};
 use sessions::{Sessions, Turn};
 
-/// The header an http hook names its project in (Claude Code: `"headers":
-/// {"X-Sandrail-Project-Dir": "$CLAUDE_PROJECT_DIR"}` with `allowedEnvVars`).
-/// Without it, the payload's `cwd` is the project.
-pub const PROJECT_HEADER: &str = "x-sandrail-project-dir";
-
-pub use crate::forward::{CWD_ENCODED_HEADER, PROJECT_ENCODED_HEADER, UNREADABLE_HEADER};
+pub use sandrail_forward::{
+    CWD_ENCODED_HEADER, PROJECT_ENCODED_HEADER, PROJECT_HEADER, UNREADABLE_HEADER,
+};
 
 /// The paths a payload may be POSTed to.
 const HOOK_PATHS: [&str; 2] = ["/", "/hook"];

@@ -19,6 +19,10 @@ pub const REQUIRED_VAR: &str = "SANDRAIL_SERVE_REQUIRED";
 pub const BLOCK_HEADER: &str = "x-sandrail-block";
 /// Marks a 400/413 as "the payload cannot be read, and the config lets it pass".
 pub const UNREADABLE_HEADER: &str = "x-sandrail-unreadable";
+/// The header an http hook names its project in (Claude Code: `"headers":
+/// {"X-Sandrail-Project-Dir": "$CLAUDE_PROJECT_DIR"}` with `allowedEnvVars`).
+/// Without it, the payload's `cwd` is the project.
+pub const PROJECT_HEADER: &str = "x-sandrail-project-dir";
 /// The forwarding hook's project and working directory, percent-encoded.
 pub const PROJECT_ENCODED_HEADER: &str = "x-sandrail-project-dir-encoded";
 pub const CWD_ENCODED_HEADER: &str = "x-sandrail-cwd-encoded";

@@ -248,7 +248,7 @@ fn settings(project: &Path, config: Option<&Config>, findings: &mut Findings) {
         let mut registered = std::collections::BTreeMap::<String, Vec<String>>::new();
         let mut matchers = std::collections::BTreeMap::<String, Vec<String>>::new();
         for file in files {
-            match sandrail::os_sandbox::read(&file) {
+            match sandrail::harness::settings::read(&file) {
                 Ok(Some(doc)) => {
                     if doc
                         .get("disableAllHooks")
@@ -356,7 +356,7 @@ fn committed_registration(project: &Path, harness: Harness, findings: &mut Findi
         return;
     }
     let shared = project.join(settings.file);
-    let Ok(Some(doc)) = sandrail::os_sandbox::read(&shared) else {
+    let Ok(Some(doc)) = sandrail::harness::settings::read(&shared) else {
         return;
     };
     let commands: BTreeSet<String> = settings

@@ -114,7 +114,7 @@ pub fn run(
     let shared_path = project.join(settings.file);
     let settings_path = project.join(settings.registration);
     let separate = settings_path != shared_path;
-    let read = |path: &Path| match sandrail::os_sandbox::read(path) {
+    let read = |path: &Path| match sandrail::harness::settings::read(path) {
         Ok(doc) => Ok(doc.unwrap_or_else(|| serde_json::json!({}))),
         Err(why) => Err(anyhow::anyhow!("{why}; fix it first, nothing was written")),
     };

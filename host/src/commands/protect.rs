@@ -119,7 +119,7 @@ pub(super) fn plan(
             let path = project.join(claude::SETTINGS);
             let mut settings = match base {
                 Some(base) => base,
-                None => match os_sandbox::read(&path) {
+                None => match sandrail::harness::settings::read(&path) {
                     Ok(settings) => settings.unwrap_or_else(|| serde_json::json!({})),
                     Err(why) => bail!("{why}; fix it first, nothing was written"),
                 },

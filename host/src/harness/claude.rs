@@ -46,7 +46,7 @@ pub(super) const SETTINGS: Settings = Settings {
 pub(super) fn http_hook(url: &str) -> Value {
     let mut headers = serde_json::Map::new();
     headers.insert(
-        crate::serve::PROJECT_HEADER.into(),
+        sandrail_forward::PROJECT_HEADER.into(),
         json!("$CLAUDE_PROJECT_DIR"),
     );
     json!({

@@ -3,6 +3,7 @@
 //! doctor`). Each harness's file names its own [`Settings`].
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -216,7 +217,7 @@ impl Settings {
             for hook in self.hooks_of(entries) {
                 let ours = match self.command_of(hook) {
                     Some(command) => runs_sandrail_hook(command),
-                    None => crate::protect::sandrail_server_url(hook).is_some(),
+                    None => sandrail_server_url(hook).is_some(),
                 };
                 if !ours {
                     continue;
@@ -279,7 +280,7 @@ impl Settings {
                 if let Some(command) = self.command_of(hook) {
                     return runs_sandrail_hook(command).then(|| command.to_owned());
                 }
-                crate::protect::sandrail_server_url(hook).map(str::to_owned)
+                sandrail_server_url(hook).map(str::to_owned)
             })
             .collect()
     }
@@ -350,6 +351,40 @@ pub fn shell_word(path: &str) -> String {
     } else {
         format!("'{}'", path.replace('\'', r"'\''"))
     }
+}
+
+/// A settings file: `None` when there is none, an error when it is not a JSON
+/// object (nothing is written over a file that cannot be read).
+pub fn read(path: &Path) -> Result<Option<Value>, String> {
+    let bytes = match crate::files::read_regular(path, 1 << 20) {
+        Ok(bytes) => bytes,
+        Err(crate::files::FileError::Missing { .. }) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(value) if value.is_object() => Ok(Some(value)),
+        Ok(_) => Err(format!("{} is not a JSON object", path.display())),
+        Err(e) => Err(format!("{} is not valid JSON: {e}", path.display())),
+    }
+}
+
+/// The URL of an http hook that reaches `sandrail serve`: one that names its
+/// project in sandrail's header, as the README registers it.
+pub fn sandrail_server_url(hook: &Value) -> Option<&str> {
+    if hook.get("type").and_then(Value::as_str) != Some("http") {
+        return None;
+    }
+    let names_project = hook
+        .get("headers")
+        .and_then(Value::as_object)
+        .is_some_and(|headers| {
+            headers
+                .keys()
+                .any(|name| name.eq_ignore_ascii_case(sandrail_forward::PROJECT_HEADER))
+        });
+    names_project
+        .then(|| hook.get("url").and_then(Value::as_str))
+        .flatten()
 }
 
 #[cfg(test)]

@@ -77,7 +77,7 @@ fn registered(project: Option<&Path>, harness: Harness) -> BTreeMap<EventKind, D
     }
     let mut found = BTreeMap::<EventKind, Duration>::new();
     for file in files {
-        let Ok(Some(doc)) = crate::os_sandbox::read(&file) else {
+        let Ok(Some(doc)) = crate::harness::settings::read(&file) else {
             continue;
         };
         for (event, named) in settings.timeouts(&doc) {
