@@ -32,18 +32,24 @@
 //! - [`holders`]: who holds a file lock, and whether it is sandrail at work
 //!   (`sandrail-store`)
 //! - [`hook`]: the `sandrail hook` command end to end
+//!
+//! The protocol, the harnesses, the pipeline, self-protection and the hook
+//! are the `sandrail-engine` crate (`host/engine`), re-exported here under
+//! their module names; this crate adds the server, the forwarding hook,
+//! managed mode, the reviewer's views and the commands.
 
-pub mod audit;
 /// The bundled guardrails (the `sandrail-builtins` crate, `host/builtins`).
 pub use sandrail_builtins as builtins;
 pub mod cases;
-pub use sandrail_event::clock;
-pub mod cycle;
-pub mod deadline;
-pub mod engine;
-pub mod evaluate;
+/// The engine: the protocol, the harnesses, the pipeline, self-protection and
+/// the hook (the `sandrail-engine` crate, `host/engine`).
+pub use sandrail_engine::{
+    audit, cycle, deadline, engine, evaluate, harness, hook, os_sandbox, protect, protocol,
+    receipts,
+};
 /// The event kinds (the `sandrail-event` crate, `host/event`).
 pub use sandrail_event as event;
+pub use sandrail_event::clock;
 /// The fact namespaces (the `sandrail-facts` crate, `host/facts`), with the
 /// transcript's turn, the mandate and the system programs they use.
 pub use sandrail_facts as facts;
@@ -52,18 +58,12 @@ pub use sandrail_facts::{mandate, system_programs, transcript};
 pub use sandrail_files as files;
 pub mod forward;
 pub use sandrail_event::text as guest_text;
-pub mod harness;
-pub mod hook;
 pub mod inspect;
 pub mod managed;
 /// The config and the policy in force (the `sandrail-policy` crate,
 /// `host/policy`): sandrail.toml and its lock, the places a process uses,
 /// per-session snapshots and the ratchet.
 pub use sandrail_policy::{config, locations, lock, policy};
-pub mod os_sandbox;
-pub mod protect;
-pub mod protocol;
-pub mod receipts;
 pub mod replay;
 /// wasmtime, the component cache and the sandbox (the `sandrail-runtime`
 /// crate, `host/runtime`).
