@@ -22,7 +22,11 @@ fn main() {
 /// them as e.g. env!("SANDRAIL_TEST_GUARDRAIL_PROBE").
 fn hand_test_guardrails_to_the_tests() {
     const FROM_BUILTINS: &str = "DEP_SANDRAIL_BUILTINS_TEST_GUARDRAIL_";
-    for (var, path) in env::vars() {
+    // vars_os: a variable of the user's that is not UTF-8 must not fail the build.
+    for (var, path) in env::vars_os() {
+        let (Some(var), Some(path)) = (var.to_str(), path.to_str()) else {
+            continue;
+        };
         if let Some(name) = var.strip_prefix(FROM_BUILTINS) {
             println!("cargo:rustc-env=SANDRAIL_TEST_GUARDRAIL_{name}={path}");
         }
