@@ -67,6 +67,41 @@ pub(super) struct Chain {
 }
 
 impl Chain {
+    /// The chain of an event whose decision so far is `decision`. Once a
+    /// refusal cuts the chain, only guardrails that touch flags still run, and
+    /// only their flag changes count: a flag records that something was
+    /// attempted, whatever became of the attempt.
+    pub(super) fn start(
+        decision: Decision,
+        txn: Option<StateTxn>,
+        unavailable: String,
+        kind: EventKind,
+    ) -> Chain {
+        let cut = !decision.refusals.is_empty() && protocol::can_refuse(kind);
+        Chain {
+            decision,
+            txn,
+            cut,
+            unavailable,
+            plain_refusals: Vec::new(),
+            overrides: Vec::new(),
+        }
+    }
+
+    /// Runs every loaded guardrail in turn, each run's receipt entry in the
+    /// decision's trace.
+    pub(super) fn run_all(
+        &mut self,
+        scope: &Scope,
+        runtime: &EventRuntime,
+        loaded: &[(&Guardrail, Loaded, bool)],
+    ) {
+        for (guardrail, component, reads_cycle) in loaded {
+            let run = self.run(scope, runtime, guardrail, component, *reads_cycle);
+            self.decision.trace.guardrails.push(run);
+        }
+    }
+
     /// Runs one guardrail of the event (or says why it does not run) and applies
     /// its answer; returns its receipt entry.
     pub(super) fn run(

@@ -3,6 +3,26 @@
 
 use super::*;
 
+/// The event's facts and its turn in the transcript (the facts carry the
+/// turn too). Neither needs the session's state.
+pub(super) fn facts_and_turn(
+    input: &HookInput,
+    config: &Config,
+    dirs: &Dirs,
+) -> (crate::facts::Facts, Option<transcript::Turn>) {
+    let mut facts = crate::facts::derive(
+        input,
+        &config.patterns,
+        config.mandate.as_ref(),
+        dirs.project.as_deref(),
+    );
+    let turn = transcript::of_event(input, dirs.state.as_deref());
+    if let Some(turn) = &turn {
+        facts.set_turn(turn);
+    }
+    (facts, turn)
+}
+
 /// Adds the `session` and `case` namespaces from the session's state. Without the
 /// state they stay absent, so rules that read them fail rather than pass.
 pub(super) fn add_costly_facts(
