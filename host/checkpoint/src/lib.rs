@@ -1,0 +1,699 @@
+//! Checkpoints: the project as it was before each call that could change it,
+//! kept where the agent cannot reach, so whatever a command destroyed inside
+//! the project — however it was spelled, by whatever program it ran — can be
+//! brought back with `sandrail undo`.
+//!
+//! A checkpoint holds the project's working tree (tracked files with their
+//! uncommitted edits, untracked files git does not ignore) and what of `.git`
+//! the agent could destroy (refs, HEAD, the index, the stash and logs, config,
+//! hooks and the objects they need), so even `rm -rf .git` is undone. A
+//! project without git is held the same way, less its repository.
+//!
+//! Each project has a store of its own in sandrail's state directory
+//! (`checkpoints/<project>/`), which the harness's OS sandbox and
+//! self-protection keep from the agent's commands:
+//!
+//! - `objects/`: every blob and tree, once, named by its sha256 ([`objects`],
+//!   [`tree`]), so a checkpoint after a small change writes a small change;
+//! - `records/`: one small file per checkpoint ([`record`]);
+//! - `stat-cache`: which files need hashing again ([`stat_cache`]);
+//! - `lock`: shared by checkpoints, held alone by a prune ([`lock`]).
+//!
+//! Nothing here runs a program, the project's git included: its index is read
+//! as bytes ([`git_index`]), its ignore rules by the `ignore` crate. No
+//! guardrail reaches a store: the contract gives them no import that could.
+
+pub mod git_index;
+pub mod lock;
+pub mod objects;
+pub mod record;
+pub mod restore;
+pub mod retention;
+pub mod snapshot;
+pub mod stat_cache;
+pub mod tree;
+pub mod walk;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+pub use objects::Digest;
+pub use record::{Occasion, Record};
+pub use restore::Restored;
+pub use retention::{Pruned, Retention};
+pub use tree::{Change, Flat};
+pub use walk::{DEFAULT_IGNORE, LeftOut, LeftOutWhy};
+
+use objects::Objects;
+use record::Records;
+use snapshot::{Keep, Snapshot};
+use stat_cache::StatCache;
+use tree::Trees;
+
+/// The directory of the state directory that holds every project's store.
+pub const STORES: &str = "checkpoints";
+/// The default cap on a file a checkpoint holds.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 << 20;
+/// How often the store is pruned without being asked.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// What a checkpoint holds beyond git's own rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rules {
+    /// A file larger than this is left out (git's objects excepted).
+    pub max_file_bytes: u64,
+    /// More patterns (gitignore syntax) to leave out.
+    pub ignore: Vec<String>,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules {
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            ignore: Vec::new(),
+        }
+    }
+}
+
+/// What a checkpoint is taken before.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub session: &'a str,
+    pub occasion: Occasion,
+    pub harness: Option<&'a str>,
+    pub tool: Option<&'a str>,
+    /// The command line, or the path, the call names.
+    pub call: Option<&'a str>,
+    pub tool_use_id: Option<&'a str>,
+}
+
+/// The project as it is now, measured against the store without writing to it.
+#[derive(Debug)]
+pub struct Now {
+    snapshot: Snapshot,
+}
+
+impl Now {
+    pub fn files(&self) -> &Flat {
+        &self.snapshot.files
+    }
+
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.snapshot.left_out
+    }
+
+    pub fn root(&self) -> Digest {
+        self.snapshot.root
+    }
+}
+
+/// One project's checkpoint store.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+    project: PathBuf,
+}
+
+impl Store {
+    /// The store of `project` (its canonical path) in the state directory `state`.
+    pub fn of(state: &Path, project: &Path) -> Store {
+        use std::os::unix::ffi::OsStrExt;
+        let key = sandrail_event::sha256_hex(project.as_os_str().as_bytes());
+        Store {
+            dir: state.join(STORES).join(&key[..16]),
+            project: project.to_path_buf(),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn project(&self) -> &Path {
+        &self.project
+    }
+
+    fn objects(&self) -> Objects {
+        Objects::new(&self.dir)
+    }
+
+    fn records_dir(&self) -> Records {
+        Records::new(&self.dir)
+    }
+
+    /// Takes a checkpoint of the project before `call`, within `deadline`.
+    pub fn take(
+        &self,
+        call: &Call,
+        rules: &Rules,
+        deadline: Instant,
+    ) -> Result<Record, CheckpointError> {
+        let _held = lock::shared(&self.dir, deadline).map_err(CheckpointError::Lock)?;
+        self.note_project()?;
+        let objects = self.objects();
+        let mut cache = StatCache::load(&self.dir.join("stat-cache"));
+        let snapshot = snapshot::take(
+            &self.project,
+            &objects,
+            &mut cache,
+            rules,
+            Keep::Store,
+            deadline,
+        )?;
+        let record = self.record(call, &snapshot);
+        self.records_dir()
+            .write(&record)
+            .map_err(|e| CheckpointError::store(&self.dir, e))?;
+        Ok(record)
+    }
+
+    fn record(&self, call: &Call, snapshot: &Snapshot) -> Record {
+        let order = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let unix = sandrail_event::clock::now();
+        let root = snapshot.root.to_hex();
+        let bounded = |text: &str| sandrail_event::text::one_line(text, record::MAX_CALL_CHARS);
+        Record {
+            id: record::new_id(call.session, order, &root),
+            time: sandrail_event::clock::rfc3339(unix),
+            unix,
+            order,
+            session: call.session.to_owned(),
+            occasion: call.occasion,
+            harness: call.harness.map(bounded),
+            tool: call.tool.map(bounded),
+            call: call.call.map(bounded),
+            tool_use_id: call.tool_use_id.map(bounded),
+            root,
+            files: snapshot.files.len() as u64,
+            bytes: snapshot.files.values().map(|b| b.size).sum(),
+            added_bytes: snapshot.added_bytes,
+            git: snapshot.git,
+            left_out: snapshot.left_out.clone(),
+        }
+    }
+
+    /// Names the project in its store, so a listing of stores can say whose
+    /// each one is.
+    fn note_project(&self) -> Result<(), CheckpointError> {
+        use std::os::unix::ffi::OsStrExt;
+        let named = self.dir.join("project");
+        if named.exists() {
+            return Ok(());
+        }
+        sandrail_files::write_atomically(&named, self.project.as_os_str().as_bytes())
+            .map_err(|e| CheckpointError::store(&self.dir, e))
+    }
+
+    /// Every checkpoint, oldest first.
+    pub fn records(&self) -> Result<Vec<Record>, CheckpointError> {
+        let (records, unreadable) = self
+            .records_dir()
+            .all()
+            .map_err(|e| CheckpointError::store(&self.dir, e))?;
+        for id in unreadable {
+            eprintln!(
+                "sandrail: the checkpoint record {} cannot be read; it is skipped",
+                self.records_dir().path(&id).display()
+            );
+        }
+        Ok(records)
+    }
+
+    /// The checkpoint whose id starts with `id`.
+    pub fn find(&self, id: &str) -> Result<Record, CheckpointError> {
+        let records = self.records()?;
+        if records.is_empty() {
+            return Err(self.none_here());
+        }
+        let matching: Vec<Record> = records
+            .into_iter()
+            .filter(|r| !id.is_empty() && r.id.starts_with(id))
+            .collect();
+        match matching.len() {
+            0 => Err(CheckpointError::UnknownId {
+                id: id.to_owned(),
+                project: self.project.clone(),
+            }),
+            1 => Ok(matching.into_iter().next().expect("one")),
+            _ => Err(CheckpointError::Ambiguous {
+                id: id.to_owned(),
+                matches: matching.into_iter().map(|r| r.id).collect(),
+            }),
+        }
+    }
+
+    fn none_here(&self) -> CheckpointError {
+        CheckpointError::NoCheckpoint {
+            project: self.project.clone(),
+        }
+    }
+
+    /// The project as it is now, without writing to the store.
+    pub fn now(&self, rules: &Rules, deadline: Instant) -> Result<Now, CheckpointError> {
+        let _held = lock::shared(&self.dir, deadline).map_err(CheckpointError::Lock)?;
+        let cache = StatCache::load(&self.dir.join("stat-cache"));
+        let mut cache = cache;
+        let snapshot = snapshot::take(
+            &self.project,
+            &self.objects(),
+            &mut cache,
+            rules,
+            Keep::Measure,
+            deadline,
+        )?;
+        Ok(Now { snapshot })
+    }
+
+    /// How the project now differs from `record`, file by file.
+    pub fn changes_since(
+        &self,
+        record: &Record,
+        now: &Now,
+    ) -> Result<Vec<Change>, CheckpointError> {
+        let objects = self.objects();
+        let mut trees = Trees::new(&objects);
+        trees.unwritten = now.snapshot.unwritten.clone();
+        let root = root_of(record)?;
+        trees
+            .diff(&root, &now.snapshot.root)
+            .map_err(CheckpointError::Object)
+    }
+
+    /// How many files differ between `record` and `now`, skipping every
+    /// directory that is the same in both.
+    pub fn count_changes(&self, record: &Record, now: &Now) -> Result<usize, CheckpointError> {
+        self.changes_since(record, now).map(|c| c.len())
+    }
+
+    /// The checkpoint an undo restores by default: in `session` (else the
+    /// newest checkpoint's), the one before the latest call that changed
+    /// something — the last whose project differs from the next checkpoint's,
+    /// or from now.
+    pub fn default_target(
+        &self,
+        session: Option<&str>,
+        now: &Now,
+    ) -> Result<Record, CheckpointError> {
+        let records = self.records()?;
+        let session = match session {
+            Some(session) => session.to_owned(),
+            None => match records.last() {
+                Some(last) => last.session.clone(),
+                None => return Err(self.none_here()),
+            },
+        };
+        let mine: Vec<&Record> = records.iter().filter(|r| r.session == session).collect();
+        if mine.is_empty() {
+            return Err(CheckpointError::NoSessionCheckpoint {
+                session,
+                project: self.project.clone(),
+            });
+        }
+        let now_root = now.root().to_hex();
+        for (at, record) in mine.iter().enumerate().rev() {
+            let next = mine
+                .get(at + 1)
+                .map_or(now_root.as_str(), |r| r.root.as_str());
+            if record.root != next {
+                return Ok((*record).clone());
+            }
+        }
+        Err(CheckpointError::NothingChanged { session })
+    }
+
+    /// What restoring `record` would change now.
+    pub fn plan(&self, record: &Record, now: &Now) -> Result<restore::Plan, CheckpointError> {
+        let objects = self.objects();
+        let trees = Trees::new(&objects);
+        let target = trees
+            .flat(&root_of(record)?)
+            .map_err(CheckpointError::Object)?;
+        Ok(restore::Plan::new(
+            &objects,
+            &target,
+            record.git,
+            now.files(),
+        ))
+    }
+
+    /// Restores the project to `record`, after a checkpoint of the project as
+    /// it is (`before`, occasion [`Occasion::Undo`]), so the undo can itself be
+    /// undone. Returns that checkpoint and what was restored.
+    pub fn undo(
+        &self,
+        record: &Record,
+        before: &Call,
+        rules: &Rules,
+        deadline: Instant,
+    ) -> Result<(Record, Restored), CheckpointError> {
+        let taken = self.take(before, rules, deadline)?;
+        let _held = lock::shared(&self.dir, deadline).map_err(CheckpointError::Lock)?;
+        let objects = self.objects();
+        let trees = Trees::new(&objects);
+        let now = trees
+            .flat(&root_of(&taken)?)
+            .map_err(CheckpointError::Object)?;
+        let target = trees
+            .flat(&root_of(record)?)
+            .map_err(CheckpointError::Object)?;
+        let plan = restore::Plan::new(&objects, &target, record.git, &now);
+        let restored = plan
+            .apply(&self.project, &objects)
+            .map_err(CheckpointError::Restore)?;
+        Ok((taken, restored))
+    }
+
+    /// Removes what `retention` does not keep, holding the store alone
+    /// (waiting for checkpoints being taken until `deadline`).
+    pub fn prune(
+        &self,
+        retention: &Retention,
+        deadline: Instant,
+    ) -> Result<Pruned, CheckpointError> {
+        let _held = lock::exclusive(&self.dir, deadline).map_err(CheckpointError::Lock)?;
+        self.prune_held(retention)
+    }
+
+    fn prune_held(&self, retention: &Retention) -> Result<Pruned, CheckpointError> {
+        let objects = self.objects();
+        let (pruned, reachable) = retention::prune(
+            &objects,
+            &self.records_dir(),
+            retention,
+            sandrail_event::clock::now(),
+        )
+        .map_err(|e| CheckpointError::store(&self.dir, e))?;
+        if pruned.objects > 0 {
+            let mut cache = StatCache::load(&self.dir.join("stat-cache"));
+            cache.keep_digests(&reachable);
+            let _ = cache.save();
+        }
+        clear_stale_temporaries(&self.dir.join("tmp"));
+        let _ = std::fs::write(self.dir.join("pruned"), b"");
+        Ok(pruned)
+    }
+
+    /// Prunes when the last prune is an hour old, if no checkpoint holds the
+    /// store right now (it is tried again later otherwise).
+    pub fn prune_if_due(&self, retention: &Retention) -> Option<Result<Pruned, CheckpointError>> {
+        let last = std::fs::metadata(self.dir.join("pruned"))
+            .and_then(|m| m.modified())
+            .ok();
+        if last.is_some_and(|t| t.elapsed().is_ok_and(|age| age < PRUNE_EVERY)) {
+            return None;
+        }
+        if !self.dir.exists() {
+            return None;
+        }
+        let held = lock::exclusive(&self.dir, Instant::now()).ok()?;
+        let pruned = self.prune_held(retention);
+        drop(held);
+        Some(pruned)
+    }
+
+    /// The bytes the store takes on disk.
+    pub fn size(&self) -> u64 {
+        size_of(&self.dir)
+    }
+}
+
+fn root_of(record: &Record) -> Result<Digest, CheckpointError> {
+    Digest::from_hex(&record.root).ok_or_else(|| CheckpointError::Damaged {
+        id: record.id.clone(),
+    })
+}
+
+/// Every project's store in `state`, with the project it names.
+pub fn stores(state: &Path) -> Vec<Store> {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(entries) = std::fs::read_dir(state.join(STORES)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Store> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let project = std::fs::read(entry.path().join("project")).ok()?;
+            Some(Store {
+                dir: entry.path(),
+                project: PathBuf::from(std::ffi::OsStr::from_bytes(&project)),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.project.cmp(&b.project));
+    out
+}
+
+/// The bytes every store in `state` takes.
+pub fn total_size(state: &Path) -> u64 {
+    size_of(&state.join(STORES))
+}
+
+fn size_of(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => size_of(&entry.path()),
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Temporary files a checkpoint left when it was killed, an hour on.
+fn clear_stale_temporaries(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > PRUNE_EVERY);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// A size as people read it: `512 B`, `3.1 KiB`, `12.0 MiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: &[&str] = &["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("{}", store_message(dir, source))]
+    Store {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read the project {path}: {source}")]
+    Project {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Lock(lock::LockError),
+    #[error(
+        "the checkpoint could not be finished before the deadline ({done} changed files kept for the next one, {left} left)"
+    )]
+    OutOfTime { done: usize, left: usize },
+    #[error("[checkpoints] ignore has a pattern that is not gitignore syntax ({0}): {1}")]
+    Pattern(String, String),
+    #[error(transparent)]
+    Object(objects::ObjectError),
+    #[error(transparent)]
+    Restore(restore::RestoreError),
+    #[error("there is no checkpoint of {project}: none was taken there, or all were pruned")]
+    NoCheckpoint { project: PathBuf },
+    #[error("no checkpoint of session {session} in {project}")]
+    NoSessionCheckpoint { session: String, project: PathBuf },
+    #[error(
+        "nothing changed in session {session} since its first checkpoint: there is nothing to undo"
+    )]
+    NothingChanged { session: String },
+    #[error(
+        "no checkpoint of {project} has an id starting with '{id}' (`sandrail checkpoints` lists them)"
+    )]
+    UnknownId { id: String, project: PathBuf },
+    #[error("'{id}' starts the ids of {} checkpoints ({}): give more of it", matches.len(), matches.join(", "))]
+    Ambiguous { id: String, matches: Vec<String> },
+    #[error("the checkpoint record {id} names no tree; it is damaged")]
+    Damaged { id: String },
+}
+
+impl CheckpointError {
+    pub fn store(dir: &Path, source: std::io::Error) -> CheckpointError {
+        CheckpointError::Store {
+            dir: dir.to_path_buf(),
+            source,
+        }
+    }
+}
+
+fn store_message(dir: &Path, source: &std::io::Error) -> String {
+    if source.kind() == std::io::ErrorKind::StorageFull {
+        format!(
+            "the checkpoint store {} is full ({source}): free space, or lower [checkpoints] keep_last and keep_days and run `sandrail checkpoints prune`",
+            dir.display()
+        )
+    } else {
+        format!(
+            "cannot write the checkpoint store {}: {source}",
+            dir.display()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(session: &str) -> Call<'_> {
+        Call {
+            session,
+            occasion: Occasion::Call,
+            harness: Some("claude"),
+            tool: Some("Bash"),
+            call: Some("rm -rf src"),
+            tool_use_id: None,
+        }
+    }
+
+    fn later() -> Instant {
+        Instant::now() + Duration::from_secs(30)
+    }
+
+    #[test]
+    fn a_checkpoint_brings_back_what_was_changed_removed_and_added() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = dir.path().join("project");
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(project.join("src/deep")).expect("dir");
+        std::fs::write(project.join("src/lib.rs"), "fn kept() {}").expect("write");
+        std::fs::write(project.join("src/deep/x.txt"), "x").expect("write");
+        std::fs::write(project.join("notes.txt"), "notes").expect("write");
+        std::fs::create_dir_all(project.join("node_modules/pkg")).expect("dir");
+        std::fs::write(project.join("node_modules/pkg/index.js"), "big").expect("write");
+        std::os::unix::fs::symlink("notes.txt", project.join("link")).expect("link");
+        let store = Store::of(&state, &project);
+        let rules = Rules::default();
+        let first = store.take(&call("s1"), &rules, later()).expect("take");
+        assert_eq!(first.files, 4, "node_modules is left out: {first:?}");
+
+        std::fs::remove_dir_all(project.join("src")).expect("rm");
+        std::fs::write(project.join("notes.txt"), "").expect("empty");
+        std::fs::write(project.join("new.txt"), "new").expect("new");
+        let now = store.now(&rules, later()).expect("now");
+        assert_eq!(store.count_changes(&first, &now).expect("count"), 4);
+        let target = store.default_target(None, &now).expect("target");
+        assert_eq!(target.id, first.id);
+
+        let before = Call {
+            occasion: Occasion::Undo,
+            ..call("s1")
+        };
+        let (undone, restored) = store.undo(&first, &before, &rules, later()).expect("undo");
+        assert_eq!(restored.removed, vec!["new.txt".to_owned()]);
+        assert_eq!(
+            std::fs::read_to_string(project.join("src/lib.rs")).expect("read"),
+            "fn kept() {}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(project.join("notes.txt")).expect("read"),
+            "notes"
+        );
+        assert!(!project.join("new.txt").exists());
+        assert!(project.join("node_modules/pkg/index.js").exists());
+
+        // The undo is itself undone: the default target is now the
+        // checkpoint taken before it.
+        let now = store.now(&rules, later()).expect("now");
+        assert_eq!(
+            store.default_target(None, &now).expect("target").id,
+            undone.id
+        );
+        store
+            .undo(&undone, &before, &rules, later())
+            .expect("undo the undo");
+        assert_eq!(
+            std::fs::read_to_string(project.join("new.txt")).expect("read"),
+            "new"
+        );
+        assert!(!project.join("src").exists());
+    }
+
+    #[test]
+    fn an_undo_writes_nothing_through_a_symlink_out_of_the_project() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = dir.path().join("project");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(project.join("src")).expect("dir");
+        std::fs::create_dir_all(&outside).expect("dir");
+        std::fs::write(project.join("src/a.txt"), "a").expect("write");
+        let store = Store::of(&dir.path().join("state"), &project);
+        let first = store
+            .take(&call("s1"), &Rules::default(), later())
+            .expect("take");
+        std::fs::remove_dir_all(project.join("src")).expect("rm");
+        std::os::unix::fs::symlink(&outside, project.join("src")).expect("link");
+        let before = Call {
+            occasion: Occasion::Undo,
+            ..call("s1")
+        };
+        let (_, restored) = store
+            .undo(&first, &before, &Rules::default(), later())
+            .expect("undo");
+        assert!(!outside.join("a.txt").exists(), "{restored:?}");
+        assert_eq!(
+            std::fs::read_to_string(project.join("src/a.txt")).expect("read"),
+            "a",
+            "{restored:?}"
+        );
+    }
+
+    #[test]
+    fn pruning_keeps_the_newest_of_each_session_and_what_they_reach() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).expect("dir");
+        let store = Store::of(&dir.path().join("state"), &project);
+        let rules = Rules::default();
+        for n in 0..4 {
+            std::fs::write(project.join("f"), format!("version {n}")).expect("write");
+            store.take(&call("s1"), &rules, later()).expect("take");
+        }
+        let retention = Retention {
+            keep_last: 2,
+            keep_for: Duration::ZERO,
+        };
+        let pruned = store.prune(&retention, later()).expect("prune");
+        assert_eq!(pruned.checkpoints, 2);
+        assert!(pruned.objects >= 2, "{pruned:?}");
+        let left = store.records().expect("records");
+        assert_eq!(left.len(), 2);
+        let now = store.now(&rules, later()).expect("now");
+        for record in &left {
+            store
+                .changes_since(record, &now)
+                .expect("its objects are all there");
+        }
+    }
+}

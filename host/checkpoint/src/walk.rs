@@ -1,0 +1,337 @@
+//! Which files of a project a checkpoint holds: every file git would not
+//! ignore, every file git tracks (ignored or not), and what of `.git` an agent
+//! could destroy — its refs, HEAD, index, stash and logs, config, hooks and
+//! the objects they need. Build output and dependencies are not held: what git
+//! ignores, and a short list of directories every toolchain regenerates
+//! ([`DEFAULT_IGNORE`]), plus the config's own patterns. A file over the cap is
+//! left out and said.
+//!
+//! The walk follows no symlink (a link is kept as a link), never enters a
+//! repository nested in the project (its files are kept, its `.git` is not),
+//! and reads nothing: each file is opened later, beneath the project's root.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::stat_cache::Stat;
+use crate::{CheckpointError, Rules};
+
+/// Directories every toolchain makes again from the sources, left out of a
+/// checkpoint unless git tracks what is in them: gitignore patterns, applied
+/// to untracked files in every project, with git or without.
+pub const DEFAULT_IGNORE: &[&str] = &[
+    "node_modules/",
+    "target/",
+    ".venv/",
+    "venv/",
+    "__pycache__/",
+    "*.pyc",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".tox/",
+    ".nox/",
+    ".gradle/",
+    ".next/",
+    ".nuxt/",
+    ".svelte-kit/",
+    ".turbo/",
+    ".parcel-cache/",
+    ".terraform/",
+    ".direnv/",
+    ".DS_Store",
+];
+
+/// The directory git keeps a repository in.
+pub const GIT_DIR: &str = ".git";
+
+/// A file the walk found.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// From the project's root, `/`-separated.
+    pub path: Vec<u8>,
+    pub symlink: bool,
+    pub stat: Stat,
+    /// One of git's objects or packs: named by its contents, never changed in
+    /// place, and kept whatever its size.
+    pub immutable: bool,
+}
+
+/// A file a checkpoint could not hold, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOut {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    pub why: LeftOutWhy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LeftOutWhy {
+    /// Larger than `[checkpoints] max_file_mib`.
+    OverCap,
+    /// It could not be read (permission, or it led out of the project).
+    Unreadable,
+}
+
+impl std::fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.why, self.bytes) {
+            (LeftOutWhy::OverCap, Some(bytes)) => {
+                write!(
+                    f,
+                    "{} ({}, over the cap)",
+                    self.path,
+                    crate::human_bytes(bytes)
+                )
+            }
+            (LeftOutWhy::OverCap, None) => write!(f, "{} (over the cap)", self.path),
+            (LeftOutWhy::Unreadable, _) => write!(f, "{} (could not be read)", self.path),
+        }
+    }
+}
+
+/// What the walk found.
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub found: Vec<Found>,
+    pub left_out: Vec<LeftOut>,
+    /// The project's root holds a git repository (`.git` a directory).
+    pub git: bool,
+}
+
+/// Lists `root`'s files as [`Rules`] say, before `deadline`.
+pub fn list(root: &Path, rules: &Rules, deadline: Instant) -> Result<Listing, CheckpointError> {
+    let mut listing = Listing::default();
+    let extra = matcher(root, rules)?;
+    let walk = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .ignore(false)
+        .parents(true)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        .follow_links(false)
+        .filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            entry.depth() == 0
+                || (entry.file_name() != GIT_DIR
+                    && !extra.matched(entry.path(), is_dir).is_ignore())
+        })
+        .build();
+    let mut seen = 0usize;
+    for entry in walk {
+        seen += 1;
+        if seen.is_multiple_of(256) && Instant::now() > deadline {
+            return Err(CheckpointError::OutOfTime { done: 0, left: 0 });
+        }
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                if let Some(path) = error_path(&e, root) {
+                    listing.left_out.push(LeftOut {
+                        path,
+                        bytes: None,
+                        why: LeftOutWhy::Unreadable,
+                    });
+                }
+                continue;
+            }
+        };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else { continue };
+        let Some(path) = relative(entry.path(), root) else {
+            continue;
+        };
+        take(&mut listing, path, &meta, false, rules);
+    }
+    let git = root.join(GIT_DIR);
+    match std::fs::symlink_metadata(&git) {
+        Ok(meta) if meta.is_dir() => {
+            listing.git = true;
+            list_git(&git, b".git", &mut listing, rules, deadline)?;
+            add_tracked(root, &git, &mut listing, rules);
+        }
+        // A worktree's or a submodule's `.git` file: kept as the file it is.
+        Ok(meta) => take(&mut listing, b".git".to_vec(), &meta, false, rules),
+        Err(_) => {}
+    }
+    Ok(listing)
+}
+
+/// Adds a file (or symlink) the walk met, or says why it is left out.
+fn take(
+    listing: &mut Listing,
+    path: Vec<u8>,
+    meta: &std::fs::Metadata,
+    immutable: bool,
+    rules: &Rules,
+) {
+    let symlink = meta.file_type().is_symlink();
+    if !symlink && !meta.is_file() {
+        // Sockets, FIFOs and devices hold nothing to keep.
+        return;
+    }
+    let stat = Stat::of(meta);
+    let capped = !path.starts_with(b".git/objects/");
+    if !symlink && capped && stat.size > rules.max_file_bytes {
+        listing.left_out.push(LeftOut {
+            path: String::from_utf8_lossy(&path).into_owned(),
+            bytes: Some(stat.size),
+            why: LeftOutWhy::OverCap,
+        });
+        return;
+    }
+    listing.found.push(Found {
+        path,
+        symlink,
+        stat,
+        immutable,
+    });
+}
+
+/// `.git`'s files, but for locks and temporary files git is still writing.
+fn list_git(
+    dir: &Path,
+    prefix: &[u8],
+    listing: &mut Listing,
+    rules: &Rules,
+    deadline: Instant,
+) -> Result<(), CheckpointError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        listing.left_out.push(LeftOut {
+            path: String::from_utf8_lossy(prefix).into_owned(),
+            bytes: None,
+            why: LeftOutWhy::Unreadable,
+        });
+        return Ok(());
+    };
+    if Instant::now() > deadline {
+        return Err(CheckpointError::OutOfTime { done: 0, left: 0 });
+    }
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.as_bytes();
+        let in_objects = prefix.starts_with(b".git/objects");
+        if name.ends_with(b".lock")
+            || name == b"gc.pid"
+            || name.starts_with(b"fsmonitor--daemon")
+            || (in_objects
+                && (name.starts_with(b"tmp_")
+                    || name.starts_with(b"incoming-")
+                    || name.starts_with(b".tmp-")))
+        {
+            continue;
+        }
+        let mut path = prefix.to_vec();
+        path.push(b'/');
+        path.extend_from_slice(name);
+        let Ok(meta) = entry.metadata() else { continue };
+        if meta.is_dir() {
+            list_git(&entry.path(), &path, listing, rules, deadline)?;
+        } else {
+            let immutable = is_git_object(&path);
+            take(listing, path, &meta, immutable, rules);
+        }
+    }
+    Ok(())
+}
+
+/// A loose object (`objects/ab/cdef…`) or a pack's files (`objects/pack/pack-…`).
+fn is_git_object(path: &[u8]) -> bool {
+    let Some(rest) = path.strip_prefix(b".git/objects/") else {
+        return false;
+    };
+    if let Some(name) = rest.strip_prefix(b"pack/") {
+        return name.starts_with(b"pack-") && !name.ends_with(b".keep");
+    }
+    rest.len() > 3 && rest[2] == b'/' && rest[..2].iter().all(u8::is_ascii_hexdigit)
+}
+
+/// Tracked files the ignore rules left out: git keeps them whatever a
+/// `.gitignore` says, so a checkpoint does too.
+fn add_tracked(root: &Path, git: &Path, listing: &mut Listing, rules: &Rules) {
+    let tracked = match crate::git_index::tracked(git) {
+        Ok(tracked) => tracked,
+        Err(e) => {
+            eprintln!("sandrail: {e}; tracked files that git ignores are not in this checkpoint");
+            return;
+        }
+    };
+    let listed: std::collections::HashSet<&[u8]> = listing
+        .found
+        .iter()
+        .map(|f| f.path.as_slice())
+        .chain(listing.left_out.iter().map(|l| l.path.as_bytes()))
+        .collect();
+    let missing: Vec<Vec<u8>> = tracked
+        .into_iter()
+        .filter(|path| {
+            !listed.contains(path.as_slice())
+                && !path.starts_with(b".git/")
+                && path.as_slice() != b".git"
+        })
+        .collect();
+    for path in missing {
+        let on_disk = root.join(std::ffi::OsStr::from_bytes(&path));
+        if let Ok(meta) = std::fs::symlink_metadata(&on_disk) {
+            take(listing, path, &meta, false, rules);
+        }
+    }
+}
+
+/// The config's patterns and the default list, as one gitignore.
+fn matcher(root: &Path, rules: &Rules) -> Result<ignore::gitignore::Gitignore, CheckpointError> {
+    let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
+    for pattern in DEFAULT_IGNORE
+        .iter()
+        .copied()
+        .chain(rules.ignore.iter().map(String::as_str))
+    {
+        builder
+            .add_line(None, pattern)
+            .map_err(|e| CheckpointError::Pattern(pattern.to_owned(), e.to_string()))?;
+    }
+    builder
+        .build()
+        .map_err(|e| CheckpointError::Pattern(String::new(), e.to_string()))
+}
+
+fn relative(path: &Path, root: &Path) -> Option<Vec<u8>> {
+    let rel = path.strip_prefix(root).ok()?;
+    let bytes = rel.as_os_str().as_bytes();
+    (!bytes.is_empty()).then(|| bytes.to_vec())
+}
+
+/// The path a walk error names, from the root.
+fn error_path(error: &ignore::Error, root: &Path) -> Option<String> {
+    match error {
+        ignore::Error::WithPath { path, .. } => {
+            relative(path, root).map(|p| String::from_utf8_lossy(&p).into_owned())
+        }
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            error_path(err, root)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_objects_are_known_by_their_names() {
+        assert!(is_git_object(b".git/objects/ab/cdef0123"));
+        assert!(is_git_object(b".git/objects/pack/pack-123.pack"));
+        assert!(!is_git_object(b".git/objects/pack/pack-123.keep"));
+        assert!(!is_git_object(b".git/objects/info/packs"));
+        assert!(!is_git_object(b".git/refs/heads/main"));
+    }
+}
