@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod check_config;
+pub mod checkpoints;
 pub mod cycle;
 pub mod doctor;
 pub mod facts;
@@ -23,6 +24,7 @@ pub mod state;
 pub mod status;
 pub mod test;
 pub mod trust;
+pub mod undo;
 
 use sandrail::config::Config;
 use sandrail::locations;

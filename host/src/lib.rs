@@ -32,6 +32,8 @@
 //! - [`holders`]: who holds a file lock, and whether it is sandrail at work
 //!   (`sandrail-store`)
 //! - [`hook`]: the `sandrail hook` command end to end
+//! - [`checkpoint`]: the project kept before each call that can change it,
+//!   listed, compared and restored (`sandrail-checkpoint`)
 //!
 //! The protocol, the harnesses, the pipeline, self-protection and the hook
 //! are the `sandrail-engine` crate (`host/engine`), re-exported here under
@@ -41,6 +43,8 @@
 /// The bundled guardrails (the `sandrail-builtins` crate, `host/builtins`).
 pub use sandrail_builtins as builtins;
 pub mod cases;
+/// The project's checkpoints (the `sandrail-checkpoint` crate, `host/checkpoint`).
+pub use sandrail_checkpoint as checkpoint;
 /// The engine: the protocol, the harnesses, the pipeline, self-protection and
 /// the hook (the `sandrail-engine` crate, `host/engine`).
 pub use sandrail_engine::{

@@ -229,6 +229,31 @@ enum Command {
         #[arg(long, requires = "verify", value_name = "LOG")]
         against: Option<std::path::PathBuf>,
     },
+    /// The project as it was before each call that could change it: when, in
+    /// which session, before which call, how many files differ from now.
+    Checkpoints {
+        /// Only this session's.
+        #[arg(long)]
+        session: Option<String>,
+        /// One JSON object per checkpoint, one per line.
+        #[arg(long)]
+        json: bool,
+        #[command(subcommand)]
+        action: Option<commands::checkpoints::Action>,
+    },
+    /// Bring the project's files and repository back to a checkpoint (a person
+    /// at a terminal only); by default the one before the latest call that
+    /// changed something, in the project's latest session.
+    Undo {
+        /// The checkpoint, or the start of its id (`sandrail checkpoints` lists them).
+        id: Option<String>,
+        /// Pick the default checkpoint from this session rather than the latest.
+        #[arg(long, conflicts_with = "id")]
+        session: Option<String>,
+        /// Say what it would write back and remove, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Print the override trail: soft_blocks a person let through.
     Overrides {
         /// Only this session's.
@@ -434,6 +459,16 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::State(cmd) => commands::state::run(cmd),
         Command::Flag(cmd) => commands::flag::run(cmd),
         Command::Overrides { session, json } => commands::overrides::run(session.as_deref(), json),
+        Command::Checkpoints {
+            session,
+            json,
+            action,
+        } => commands::checkpoints::run(session, json, action),
+        Command::Undo {
+            id,
+            session,
+            dry_run,
+        } => commands::undo::run(id, session, dry_run),
         Command::Status { session, json } => commands::status::run(session, json),
         Command::Cycle { session, json } => commands::cycle::run(session, json),
         Command::Import(Import::Dotforge { dir }) => commands::import::dotforge(&dir),

@@ -66,6 +66,13 @@ pub struct Rules {
     pub ignore: Vec<String>,
 }
 
+impl Rules {
+    /// Whether every pattern is gitignore syntax.
+    pub fn check(&self) -> Result<(), CheckpointError> {
+        walk::matcher(Path::new("/"), self).map(drop)
+    }
+}
+
 impl Default for Rules {
     fn default() -> Self {
         Rules {
@@ -279,12 +286,6 @@ impl Store {
         trees
             .diff(&root, &now.snapshot.root)
             .map_err(CheckpointError::Object)
-    }
-
-    /// How many files differ between `record` and `now`, skipping every
-    /// directory that is the same in both.
-    pub fn count_changes(&self, record: &Record, now: &Now) -> Result<usize, CheckpointError> {
-        self.changes_since(record, now).map(|c| c.len())
     }
 
     /// The checkpoint an undo restores by default: in `session` (else the
@@ -602,7 +603,7 @@ mod tests {
         std::fs::write(project.join("notes.txt"), "").expect("empty");
         std::fs::write(project.join("new.txt"), "new").expect("new");
         let now = store.now(&rules, later()).expect("now");
-        assert_eq!(store.count_changes(&first, &now).expect("count"), 4);
+        assert_eq!(store.changes_since(&first, &now).expect("count").len(), 4);
         let target = store.default_target(None, &now).expect("target");
         assert_eq!(target.id, first.id);
 

@@ -287,7 +287,10 @@ fn add_tracked(root: &Path, git: &Path, listing: &mut Listing, rules: &Rules) {
 }
 
 /// The config's patterns and the default list, as one gitignore.
-fn matcher(root: &Path, rules: &Rules) -> Result<ignore::gitignore::Gitignore, CheckpointError> {
+pub(crate) fn matcher(
+    root: &Path,
+    rules: &Rules,
+) -> Result<ignore::gitignore::Gitignore, CheckpointError> {
     let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
     for pattern in DEFAULT_IGNORE
         .iter()

@@ -21,8 +21,9 @@
 //! under `evaluate/`: `select` (which guardrails and duties the event has),
 //! `derive` (the event and facts every guardrail is shown), `protection`
 //! (self-protection's refusal, decided before and named after the
-//! guardrails'), `ready` (components read and compiled before the session is
-//! held), `hold` (the session's state, within the deadline), `chain` (each
+//! guardrails'), `checkpoint` (the project kept before a call that can
+//! change it, beside the rest), `ready` (components read and compiled before
+//! the session is held), `hold` (the session's state, within the deadline), `chain` (each
 //! guardrail judged in turn), `stop` (contexts leaving, the cycle settled) and
 //! `commit` (what is left to save). [`evaluate`] runs the stages that need no
 //! state; `judge` runs the rest, in order, with the session held. `trail` (the override trail) and
@@ -47,6 +48,7 @@ use crate::store::{
 use crate::transcript;
 
 mod chain;
+mod checkpoint;
 mod commit;
 mod derive;
 mod failures;
@@ -114,12 +116,23 @@ pub fn evaluate(
     let kept = runtime::kept_facts(config, dirs.cache.as_deref());
     let keeps_session_facts = kept.contains(&Costly::Session) || kept.contains(&Costly::Case);
     let duties = Duties::of(input.kind, config, keeps_session_facts);
-    if prepared.is_empty() && !duties.any() {
+    let may_checkpoint = checkpoint::may_be_due(input, config, dirs, engine);
+    if prepared.is_empty() && !duties.any() && !may_checkpoint {
         return (decision, Unsaved::default());
     }
     // The turn and the facts need no state: worked out before the session is held,
     // so that holding it costs only the guardrails' calls and the commit.
     let (facts, turn) = facts_and_turn(input, config, dirs);
+    // The project is kept beside the guardrails' judging, on a thread of its own.
+    let checkpointing = may_checkpoint
+        .then(|| checkpoint::due(input, config, dirs, &facts, deadline))
+        .flatten()
+        .map(|due| {
+            (
+                checkpoint::Stakes::of(&facts),
+                std::thread::spawn(move || due.take()),
+            )
+        });
     // Self-protection refuses what would change what sandrail depends on, but
     // the guardrails still judge the call: what they refuse is named first, under
     // its rule, and counted.
@@ -145,6 +158,10 @@ pub fn evaluate(
     };
     if let Some(reason) = protection {
         refuse_as_protection(&mut decision, &reason);
+    }
+    if let Some((stakes, taking)) = checkpointing {
+        let taken = taking.join().unwrap_or_else(|_| Err(checkpoint::faulted()));
+        checkpoint::report(taken, &mut decision, stakes);
     }
     (decision, unsaved)
 }

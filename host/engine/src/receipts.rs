@@ -86,6 +86,8 @@ pub struct Trace {
     pub observed_refusals: usize,
     /// A Stop the guardrails refused, let through past `max_refused_stops`.
     pub released: bool,
+    /// The checkpoint taken before the call (`sandrail checkpoints`).
+    pub checkpoint: Option<String>,
 }
 
 /// One line of the receipts file.
@@ -132,6 +134,10 @@ pub struct Receipt {
     /// The id of the policy in force for the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// The checkpoint taken of the project before the call: what `sandrail
+    /// undo ID` restores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
     /// What the person was told beyond the decision: the policy files changed, a
     /// record was tampered with, a receipt was late.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -591,6 +597,7 @@ mod tests {
             gate: Gate::Enforce,
             released: false,
             policy: None,
+            checkpoint: None,
             alerts: Vec::new(),
             late: false,
             prev: String::new(),

@@ -29,6 +29,7 @@ pub mod mandate;
 pub mod packs;
 pub mod patterns;
 pub mod places;
+mod read_only;
 pub mod schema;
 pub mod system_programs;
 mod tool;

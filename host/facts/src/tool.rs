@@ -115,6 +115,9 @@ pub struct Changes {
     pub paths: Vec<ChangedPath>,
     /// The first `sandrail` command line that changes its state or config.
     pub sandrail_command: Option<String>,
+    /// A command tool's line provably changes no file: every program it runs
+    /// only reads ([`super::read_only`]). False whenever that is not certain.
+    pub read_only: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -404,6 +407,8 @@ struct Effects {
     cwd: Option<std::path::PathBuf>,
     /// Time spent listing archives on this line (see [`contents::LISTING_BUDGET`]).
     listing_spent: std::time::Duration,
+    /// Every command so far only reads ([`super::read_only`]).
+    read_only: bool,
 }
 
 impl Effects {
@@ -428,6 +433,8 @@ impl Effects {
         let judged_from = resolved_cwd.as_deref().or(project);
         let mut effects = Effects {
             cwd: cwd.map(Path::to_path_buf),
+            // PowerShell's commands are not weighed one by one: taken to write.
+            read_only: !powershell && super::read_only::line_is_plain(line),
             ..Effects::default()
         };
         let mut line_state = destructive::Line::new(judged_from, reach);
@@ -461,6 +468,7 @@ impl Effects {
                 .map(|r| r.into_owned())
                 .or(too_deep.then(|| destructive::UNANALYSABLE.to_owned()));
         }
+        effects.changes.read_only = effects.read_only && !too_deep && !applies_patch;
         effects
     }
 
@@ -566,6 +574,10 @@ impl Effects {
     }
 
     fn take_in(&mut self, command: &Command, patterns: &Patterns, line: &mut destructive::Line) {
+        if self.read_only {
+            let here = self.cwd.as_ref().map(|_| self.here(""));
+            self.read_only = super::read_only::command_reads_only(command, here.as_deref());
+        }
         if self.destructive.is_none() {
             self.destructive = destructive::judge(command, patterns, line).map(|r| r.into_owned());
         }
@@ -1169,10 +1181,14 @@ fn sandrail_change(args: &[String]) -> Option<String> {
     let changes = match words.as_slice() {
         ["state", "set" | "delete", ..]
         | ["guardrail", "on" | "off", ..]
-        | ["flag", "set" | "clear", ..] => 2,
+        | ["flag", "set" | "clear", ..]
+        | ["checkpoints", "prune", ..] => 2,
         // `hook` is how the harness calls sandrail: run by the agent it is a
-        // forged event.
-        ["import" | "pin" | "trust" | "protect" | "init" | "hook", ..] => 1,
+        // forged event. `undo` rewrites the project from the checkpoints.
+        [
+            "import" | "pin" | "trust" | "protect" | "init" | "hook" | "undo",
+            ..,
+        ] => 1,
         _ => return None,
     };
     Some(format!("sandrail {}", words[..changes].join(" ")))

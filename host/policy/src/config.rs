@@ -90,6 +90,102 @@ struct RawConfig {
     protect: RawProtect,
     #[serde(default)]
     receipts: RawReceipts,
+    #[serde(default)]
+    checkpoints: RawCheckpoints,
+}
+
+/// `[checkpoints]`: the project kept before each call that can write.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheckpoints {
+    #[serde(default = "yes")]
+    enabled: bool,
+    max_file_mib: Option<u64>,
+    #[serde(default)]
+    ignore: Vec<String>,
+    keep_last: Option<usize>,
+    keep_days: Option<u64>,
+    timeout_ms: Option<u64>,
+}
+
+impl Default for RawCheckpoints {
+    fn default() -> Self {
+        RawCheckpoints {
+            enabled: true,
+            max_file_mib: None,
+            ignore: Vec::new(),
+            keep_last: None,
+            keep_days: None,
+            timeout_ms: None,
+        }
+    }
+}
+
+/// How long a checkpoint may take before a call by default: the first one
+/// of a large project hashes every file; later ones, only what changed.
+pub const DEFAULT_CHECKPOINT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What `[checkpoints]` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoints {
+    /// A checkpoint before each call that can write (on by default).
+    pub enabled: bool,
+    /// What a checkpoint holds beyond git's rules: the cap, more patterns.
+    pub rules: sandrail_checkpoint::Rules,
+    /// How long checkpoints are kept.
+    pub retention: sandrail_checkpoint::Retention,
+    /// How long one may take before a call proceeds without it.
+    pub timeout: Duration,
+}
+
+impl Default for Checkpoints {
+    fn default() -> Self {
+        Checkpoints {
+            enabled: true,
+            rules: sandrail_checkpoint::Rules::default(),
+            retention: sandrail_checkpoint::Retention::default(),
+            timeout: DEFAULT_CHECKPOINT_TIMEOUT,
+        }
+    }
+}
+
+impl RawCheckpoints {
+    fn resolve(self) -> Result<Checkpoints, String> {
+        let defaults = Checkpoints::default();
+        let max_file_mib = self
+            .max_file_mib
+            .unwrap_or(defaults.rules.max_file_bytes >> 20);
+        if max_file_mib == 0 {
+            return Err("checkpoints.max_file_mib must be at least 1".into());
+        }
+        let rules = sandrail_checkpoint::Rules {
+            max_file_bytes: max_file_mib.saturating_mul(1 << 20),
+            ignore: self.ignore,
+        };
+        rules.check().map_err(|e| e.to_string())?;
+        let keep_last = self.keep_last.unwrap_or(defaults.retention.keep_last);
+        if keep_last == 0 {
+            return Err("checkpoints.keep_last must be at least 1: the checkpoint before the latest call is what `sandrail undo` restores".into());
+        }
+        let keep_for = self.keep_days.map_or(defaults.retention.keep_for, |days| {
+            Duration::from_secs(days.saturating_mul(86_400))
+        });
+        let timeout = self
+            .timeout_ms
+            .map_or(defaults.timeout, Duration::from_millis);
+        if timeout.is_zero() {
+            return Err("checkpoints.timeout_ms must be at least 1".into());
+        }
+        Ok(Checkpoints {
+            enabled: self.enabled,
+            rules,
+            retention: sandrail_checkpoint::Retention {
+                keep_last,
+                keep_for,
+            },
+            timeout,
+        })
+    }
 }
 
 /// `[receipts]`: where receipts go besides their file.
@@ -296,6 +392,8 @@ pub struct Config {
     /// The OpenTelemetry collector `sandrail serve` sends each receipt to
     /// (`[receipts] otlp`).
     pub receipts_otlp: Option<crate::receipts::otlp::Endpoint>,
+    /// The project kept before each call that can write (`[checkpoints]`).
+    pub checkpoints: Checkpoints,
 }
 
 /// The default of `[settings] max_refused_stops`.
@@ -651,6 +749,13 @@ impl Config {
                 message: "settings.max_refused_stops must be between 1 and 1000".into(),
             });
         }
+        let checkpoints = raw
+            .checkpoints
+            .resolve()
+            .map_err(|message| ConfigError::Parse {
+                origin: origin.to_string(),
+                message,
+            })?;
         let protect = Protect {
             enabled: raw.protect.enabled,
             paths: raw
@@ -677,6 +782,7 @@ impl Config {
             max_refused_stops,
             receipts_to_syslog: raw.receipts.syslog,
             receipts_otlp,
+            checkpoints,
         })
     }
 

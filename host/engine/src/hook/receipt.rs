@@ -56,6 +56,7 @@ pub(super) fn write_receipt(
                 gate: config.gate,
                 released: decision.trace.released,
                 policy,
+                checkpoint: decision.trace.checkpoint.clone(),
                 alerts: decision.alerts.clone(),
                 late: false,
                 prev: String::new(),

@@ -279,6 +279,7 @@ mod tests {
             gate: super::super::Gate::Enforce,
             released: false,
             policy: None,
+            checkpoint: None,
             alerts: Vec::new(),
             late: false,
             prev: String::new(),

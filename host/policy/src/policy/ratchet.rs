@@ -7,7 +7,7 @@
 //! taken. Anything else — an
 //! entry removed, disabled, made observe-only, its component, data, pin, config,
 //! matcher, events or failure policy changed, `[settings]`, `[protect]`,
-//! `[facts]`, `[receipts]` or the mandate changed, a lock or component that no
+//! `[facts]`, `[receipts]`, `[checkpoints]` or the mandate changed, a lock or component that no
 //! longer loads, no guardrails at all — could, and is held until a person
 //! accepts it with `sandrail trust`.
 
@@ -48,7 +48,7 @@ impl Comparison {
 const MAX_ADDED_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The sections of a config besides its entries; a change to any is held.
-const SECTIONS: &[&str] = &["settings", "protect", "facts", "receipts"];
+const SECTIONS: &[&str] = &["settings", "protect", "facts", "receipts", "checkpoints"];
 
 /// Compares the policy on disk (`candidate`) with the one accepted, under the
 /// harness's hook `timeouts` (what one event may cost).
