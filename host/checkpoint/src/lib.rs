@@ -414,6 +414,30 @@ impl Store {
         Some(pruned)
     }
 
+    /// Records why a checkpoint could not be taken, for `sandrail doctor`
+    /// (best effort: a store that cannot be written cannot keep this either,
+    /// and `doctor` finds that for itself).
+    pub fn note_failure(&self, why: &str) {
+        let unix = sandrail_event::clock::now();
+        let note = serde_json::json!({
+            "time": sandrail_event::clock::rfc3339(unix),
+            "unix": unix,
+            "why": why,
+        });
+        let _ = sandrail_files::write_atomically(
+            &self.dir.join("last-failure"),
+            note.to_string().as_bytes(),
+        );
+    }
+
+    /// The last checkpoint that could not be taken: when (seconds since the
+    /// epoch), and why.
+    pub fn last_failure(&self) -> Option<(u64, String)> {
+        let bytes = sandrail_files::read_regular(&self.dir.join("last-failure"), 1 << 16).ok()?;
+        let note: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        Some((note["unix"].as_u64()?, note["why"].as_str()?.to_owned()))
+    }
+
     /// The bytes the store takes on disk.
     pub fn size(&self) -> u64 {
         size_of(&self.dir)

@@ -84,6 +84,7 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
             "os_sandbox_on": sandbox_on,
             "os_sandbox_switched_off": sandbox_switched_off,
             "managed": managed,
+            "checkpoints": super::checkpoints::describe_json(&config.checkpoints),
             "guardrails": guardrails,
         });
         writeln!(out, "{json}")?;
@@ -108,6 +109,11 @@ pub fn run(as_json: bool) -> anyhow::Result<ExitCode> {
     for line in super::sandbox_lines(managed, &sandbox) {
         writeln!(out, "{line}")?;
     }
+    writeln!(
+        out,
+        "checkpoints {}",
+        super::checkpoints::describe(&config.checkpoints)
+    )?;
     for (g, granted, description) in &entries {
         writeln!(out)?;
         print_granted(&mut out, granted)?;

@@ -131,6 +131,98 @@ fn list(session: Option<&str>, as_json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `[checkpoints]` says, in a sentence.
+pub fn describe(checkpoints: &Checkpoints) -> String {
+    if !checkpoints.enabled {
+        return "OFF ([checkpoints] enabled = false): what a call destroys in the project cannot be brought back with `sandrail undo`".to_owned();
+    }
+    let mut said = format!(
+        "on: the project is kept before each call that can change it; files over {} left out; kept: the last {} of each session and every one from the last {} days",
+        human_bytes(checkpoints.rules.max_file_bytes),
+        checkpoints.retention.keep_last,
+        checkpoints.retention.keep_for.as_secs() / 86_400
+    );
+    if !checkpoints.rules.ignore.is_empty() {
+        said.push_str(&format!(
+            "; also left out: {}",
+            checkpoints.rules.ignore.join(", ")
+        ));
+    }
+    said
+}
+
+/// `[checkpoints]` as JSON, for `audit --json` and `status --json`.
+pub fn describe_json(checkpoints: &Checkpoints) -> serde_json::Value {
+    json!({
+        "enabled": checkpoints.enabled,
+        "max_file_bytes": checkpoints.rules.max_file_bytes,
+        "ignore": checkpoints.rules.ignore,
+        "keep_last": checkpoints.retention.keep_last,
+        "keep_days": checkpoints.retention.keep_for.as_secs() / 86_400,
+        "timeout_ms": u64::try_from(checkpoints.timeout.as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+/// How a project's checkpoints stand, for `status` and `doctor`.
+pub struct Standing {
+    pub store: Store,
+    pub records: Vec<Record>,
+    /// Every project's stores together.
+    pub all_bytes: u64,
+}
+
+impl Standing {
+    /// The project's store (`project`) in `state`.
+    pub fn of(state: &std::path::Path, project: &std::path::Path) -> Standing {
+        let store = Store::of(state, project);
+        let records = store.records().unwrap_or_default();
+        Standing {
+            all_bytes: sandrail::checkpoint::total_size(state),
+            store,
+            records,
+        }
+    }
+
+    /// One line: how many checkpoints (of `session`, when given), the latest,
+    /// and what the store takes.
+    pub fn line(&self, session: Option<&str>) -> String {
+        let mine: Vec<&Record> = self
+            .records
+            .iter()
+            .filter(|r| session.is_none_or(|s| r.session == s))
+            .collect();
+        let whose = if session.is_some() {
+            "in this session"
+        } else {
+            "of this project"
+        };
+        let latest = mine.last().map_or(String::new(), |r| {
+            format!(", the latest {} ({})", r.id, r.time)
+        });
+        format!(
+            "{} {whose}{latest}; this project's store takes {}, every project's {}",
+            mine.len(),
+            human_bytes(self.store.size()),
+            human_bytes(self.all_bytes)
+        )
+    }
+
+    pub fn json(&self, session: Option<&str>) -> serde_json::Value {
+        let mine: Vec<&Record> = self
+            .records
+            .iter()
+            .filter(|r| session.is_none_or(|s| r.session == s))
+            .collect();
+        json!({
+            "count": mine.len(),
+            "latest": mine.last().map(|r| &r.id),
+            "store": self.store.dir(),
+            "store_bytes": self.store.size(),
+            "all_stores_bytes": self.all_bytes,
+        })
+    }
+}
+
 /// What a checkpoint was taken before, in a few words.
 pub fn what_before(record: &Record) -> String {
     use sandrail::checkpoint::Occasion;

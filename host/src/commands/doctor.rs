@@ -88,6 +88,7 @@ pub fn run(json: bool, managed: Option<Option<PathBuf>>) -> anyhow::Result<ExitC
     system_log(project.as_deref(), &mut findings);
     if let (Some(project), Some(state)) = (&project, locations::state_dir()) {
         policy_in_force(project, &state, &mut findings);
+        checkpoints(project, &state, &mut findings);
     }
     Ok(finish(project.as_deref(), &findings, json))
 }
@@ -718,6 +719,43 @@ fn policy_in_force(project: &Path, state: &Path, findings: &mut Findings) {
                 on_disk.manifest.id()
             ),
             "run `sandrail trust` in a terminal to accept it".into(),
+        ),
+    }
+}
+
+/// Whether the project is checkpointed before each call that can change it,
+/// what the store takes, and whether the latest attempt failed.
+fn checkpoints(project: &Path, state: &Path, findings: &mut Findings) {
+    let config = super::policy_in_force().config;
+    if !config.checkpoints.enabled {
+        findings.warn(
+            "checkpts",
+            super::checkpoints::describe(&config.checkpoints),
+            "remove `enabled = false` from [checkpoints] in sandrail.toml and run `sandrail trust` in a terminal".into(),
+        );
+        return;
+    }
+    let standing = super::checkpoints::Standing::of(state, project);
+    let latest = standing.records.last().map_or(0, |r| r.unix);
+    match standing.store.last_failure() {
+        Some((at, why)) if at >= latest => findings.error(
+            "checkpts",
+            format!(
+                "the latest checkpoint of this project could not be taken ({}): {why}; calls since are judged as before, but what they change cannot be undone",
+                sandrail::clock::rfc3339(at)
+            ),
+            format!(
+                "make {} writable with room to spare (`sandrail checkpoints prune` frees what the retention no longer keeps), or raise [checkpoints] timeout_ms for a project whose first checkpoint takes long",
+                standing.store.dir().display()
+            ),
+        ),
+        _ => findings.ok(
+            "checkpts",
+            format!(
+                "{}; {}",
+                super::checkpoints::describe(&config.checkpoints),
+                standing.line(None)
+            ),
         ),
     }
 }

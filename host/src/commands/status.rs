@@ -38,6 +38,15 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
         .collect();
     let off = lifecycle::switched_off(&state, &session);
     let (managed, sandbox) = super::sandbox_reports();
+    let checkpoints =
+        super::project_dir().map(|project| super::checkpoints::Standing::of(&state, &project));
+    let checkpoints_json = {
+        let mut value = super::checkpoints::describe_json(&config.checkpoints);
+        if let Some(standing) = &checkpoints {
+            value["taken"] = standing.json(Some(&session));
+        }
+        value
+    };
     let policy = sandrail::policy::session_record(&state, &session).map(|record| {
         json!({
             "id": record.policy.id(),
@@ -83,6 +92,7 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
             "policy": policy,
             "os_sandbox": sandbox,
             "managed": managed,
+            "checkpoints": checkpoints_json,
             "flags": flags,
             "guardrails": guardrails,
         });
@@ -127,6 +137,14 @@ pub fn run(session: Option<String>, as_json: bool) -> anyhow::Result<ExitCode> {
     }
     for line in super::sandbox_lines(managed, &sandbox) {
         writeln!(out, "{line}")?;
+    }
+    writeln!(
+        out,
+        "checkpoints: {}",
+        super::checkpoints::describe(&config.checkpoints)
+    )?;
+    if let Some(standing) = &checkpoints {
+        writeln!(out, "  {}", standing.line(Some(&session)))?;
     }
     if flags.is_empty() {
         writeln!(out, "flags: none set")?;

@@ -138,6 +138,14 @@ impl Due {
     /// Takes it (on the checkpoint's own thread); at a session's start, also
     /// prunes the store when that is due.
     pub(super) fn take(self) -> Result<Record, CheckpointError> {
+        let taken = self.take_it();
+        if let Err(e) = &taken {
+            self.store.note_failure(&e.to_string());
+        }
+        taken
+    }
+
+    fn take_it(&self) -> Result<Record, CheckpointError> {
         let call = Call {
             session: &self.session,
             occasion: self.occasion,
