@@ -8,6 +8,7 @@ mod adversarial;
 mod authoring;
 mod bad_input;
 mod cache;
+mod checkpoints;
 mod cli;
 mod concurrency;
 mod contracts;

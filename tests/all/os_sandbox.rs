@@ -945,3 +945,121 @@ fn the_hook_runs_no_program_from_a_directory_the_agent_can_write() {
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
     assert!(!marker.exists(), "the planted git ran outside the sandbox");
 }
+
+/// What the checkpoint store holds: each file's path and sha256.
+fn store_contents(state: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![state.join("checkpoints")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|n| n != "lock") {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                out.push(format!(
+                    "{} {}",
+                    path.display(),
+                    sandrail::sha256_hex(&bytes)
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The ways an agent's command could rewrite or delete the checkpoints that
+/// would bring its damage back. `$STORE` is the state directory's checkpoints.
+const STORE_SPELLINGS: &[&str] = &[
+    "rm -rf \"$STORE\"",
+    "find \"$STORE\" -type f -delete",
+    "for f in $(find \"$STORE\" -type f -path '*objects*'); do chmod u+w \"$f\"; echo x > \"$f\"; done",
+    "for f in \"$STORE\"/*/records/*.json; do printf '{}' > \"$f\"; done",
+    "mv \"$STORE\" \"$STORE.gone\"",
+    "python3 -c 'import os,shutil,sys; shutil.rmtree(os.environ[\"STORE\"])'",
+    "d=$(dirname \"$STORE\"); cd \"$d\" && rm -rf ./c*s",
+];
+
+/// Under the sandbox `init` sets up, the agent's commands can neither rewrite
+/// nor delete the checkpoint store (each spelling does, run without it on a
+/// copy), and `sandrail undo` still brings the project back.
+#[test]
+fn the_agents_commands_cannot_rewrite_or_delete_the_checkpoint_store_under_the_sandbox() {
+    let project = Project::new();
+    let Some(srt) = sandbox_runtime(&project) else {
+        return;
+    };
+    let (dir, home) = initialised(&project);
+    std::fs::write(dir.join("work.txt"), "hours of work\n").expect("write");
+    let mut call: Value = serde_json::from_slice(&bash("s1", "rm work.txt")).expect("json");
+    call["cwd"] = json!(dir);
+    let judged = project.hook(call.to_string().as_bytes());
+    assert!(judged.ok(), "{}", judged.stderr());
+    let before = store_contents(&project.state_dir());
+    assert!(before.iter().any(|f| f.contains("/records/")), "{before:?}");
+    let claude: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".claude/settings.json")).expect("settings"),
+    )
+    .expect("json");
+    let tmp = project.root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let settings = project.root.path().join("srt-store.json");
+    std::fs::write(&settings, srt_settings_of(&claude, &dir, &home, &tmp)).expect("srt");
+    let store = project.state_dir().join("checkpoints");
+    for spelling in STORE_SPELLINGS {
+        // Without the sandbox, on a copy of the state: the store changes.
+        let copy = tempfile::tempdir().expect("copy");
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(project.state_dir())
+            .arg(copy.path().join("state"))
+            .status()
+            .expect("cp");
+        assert!(status.success());
+        let control = copy.path().join("state");
+        let control_before = store_contents(&control);
+        let _ = Command::new("bash")
+            .args(["-c", spelling])
+            .env("STORE", control.join("checkpoints"))
+            .output()
+            .expect("bash");
+        assert_ne!(
+            store_contents(&control),
+            control_before,
+            "`{spelling}` changes nothing even without the sandbox"
+        );
+        // Under the sandbox: nothing changes, though the sandbox ran it.
+        let ran = dir.join(".ran");
+        let out = Command::new(&srt)
+            .arg("-s")
+            .arg(&settings)
+            .args(["-c", &format!("{spelling}\ntouch {}", ran.display())])
+            .current_dir(&dir)
+            .env("HOME", &home)
+            .env("TMPDIR", &tmp)
+            .env("STORE", &store)
+            .output()
+            .expect("srt");
+        assert_eq!(
+            store_contents(&project.state_dir()),
+            before,
+            "`{spelling}` changed the checkpoint store under the sandbox: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            ran.exists(),
+            "the sandbox did not run `{spelling}`: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::remove_file(&ran).expect("the mark");
+    }
+    // The damage the checkpoint was taken for, brought back.
+    std::fs::remove_file(dir.join("work.txt")).expect("rm");
+    let undone = project.at_terminal(&["undo"], None);
+    assert!(undone.ok(), "{}", undone.stdout());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("work.txt")).expect("read"),
+        "hours of work\n"
+    );
+}

@@ -175,9 +175,7 @@ impl Store {
     }
 
     fn record(&self, call: &Call, snapshot: &Snapshot) -> Record {
-        let order = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
+        let order = now_nanos();
         let unix = sandrail_event::clock::now();
         let root = snapshot.root.to_hex();
         let bounded = |text: &str| sandrail_event::text::one_line(text, record::MAX_CALL_CHARS);
@@ -422,6 +420,7 @@ impl Store {
         let note = serde_json::json!({
             "time": sandrail_event::clock::rfc3339(unix),
             "unix": unix,
+            "order": now_nanos().to_string(),
             "why": why,
         });
         let _ = sandrail_files::write_atomically(
@@ -431,17 +430,28 @@ impl Store {
     }
 
     /// The last checkpoint that could not be taken: when (seconds since the
-    /// epoch), and why.
+    /// epoch), and why, unless a checkpoint was taken since.
     pub fn last_failure(&self) -> Option<(u64, String)> {
         let bytes = sandrail_files::read_regular(&self.dir.join("last-failure"), 1 << 16).ok()?;
         let note: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-        Some((note["unix"].as_u64()?, note["why"].as_str()?.to_owned()))
+        let order: u128 = note["order"].as_str()?.parse().ok()?;
+        let newest = self.records().ok()?.last().map_or(0, |r| r.order);
+        (order > newest)
+            .then(|| Some((note["unix"].as_u64()?, note["why"].as_str()?.to_owned())))?
     }
 
     /// The bytes the store takes on disk.
     pub fn size(&self) -> u64 {
         size_of(&self.dir)
     }
+}
+
+/// Nanoseconds since the epoch by the system's clock: the order of what
+/// happens within one second.
+fn now_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 fn root_of(record: &Record) -> Result<Digest, CheckpointError> {

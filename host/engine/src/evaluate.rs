@@ -129,7 +129,7 @@ pub fn evaluate(
         .flatten()
         .map(|due| {
             (
-                checkpoint::Stakes::of(&facts),
+                checkpoint::Stakes::of(input, &facts, dirs),
                 std::thread::spawn(move || due.take()),
             )
         });
@@ -161,7 +161,7 @@ pub fn evaluate(
     }
     if let Some((stakes, taking)) = checkpointing {
         let taken = taking.join().unwrap_or_else(|_| Err(checkpoint::faulted()));
-        checkpoint::report(taken, &mut decision, stakes);
+        checkpoint::report(taken, &mut decision, stakes, input.kind);
     }
     (decision, unsaved)
 }

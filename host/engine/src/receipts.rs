@@ -88,6 +88,8 @@ pub struct Trace {
     pub released: bool,
     /// The checkpoint taken before the call (`sandrail checkpoints`).
     pub checkpoint: Option<String>,
+    /// Why no checkpoint could be taken before a call that called for one.
+    pub checkpoint_failed: Option<String>,
 }
 
 /// One line of the receipts file.
@@ -138,6 +140,9 @@ pub struct Receipt {
     /// undo ID` restores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
+    /// Why no checkpoint could be taken before a call that called for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_failed: Option<String>,
     /// What the person was told beyond the decision: the policy files changed, a
     /// record was tampered with, a receipt was late.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -598,6 +603,7 @@ mod tests {
             released: false,
             policy: None,
             checkpoint: None,
+            checkpoint_failed: None,
             alerts: Vec::new(),
             late: false,
             prev: String::new(),

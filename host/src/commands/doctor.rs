@@ -736,9 +736,24 @@ fn checkpoints(project: &Path, state: &Path, findings: &mut Findings) {
         return;
     }
     let standing = super::checkpoints::Standing::of(state, project);
-    let latest = standing.records.last().map_or(0, |r| r.unix);
+    let writable = locations::create_private_dir(standing.store.dir())
+        .and_then(|()| tempfile::tempfile_in(standing.store.dir()).map(drop));
+    if let Err(e) = writable {
+        findings.error(
+            "checkpts",
+            format!(
+                "the checkpoint store {} cannot be written ({e}): no call is checkpointed, and what a call destroys cannot be undone",
+                standing.store.dir().display()
+            ),
+            format!(
+                "make {} a directory this user can write, with room to spare",
+                state.join(sandrail::checkpoint::STORES).display()
+            ),
+        );
+        return;
+    }
     match standing.store.last_failure() {
-        Some((at, why)) if at >= latest => findings.error(
+        Some((at, why)) => findings.error(
             "checkpts",
             format!(
                 "the latest checkpoint of this project could not be taken ({}): {why}; calls since are judged as before, but what they change cannot be undone",
@@ -749,7 +764,7 @@ fn checkpoints(project: &Path, state: &Path, findings: &mut Findings) {
                 standing.store.dir().display()
             ),
         ),
-        _ => findings.ok(
+        None => findings.ok(
             "checkpts",
             format!(
                 "{}; {}",

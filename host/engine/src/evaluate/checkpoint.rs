@@ -164,19 +164,34 @@ impl Due {
     }
 }
 
-/// What is at stake in the call, for what the agent is told of a checkpoint:
-/// worked out before the facts go to the guardrails.
+/// Whether the agent is told of the checkpoint: the call removes something
+/// that is there, inside the project (judged against the disk, not the
+/// words), or puts a repository's files back as a commit has them. Worked out
+/// before the facts go to the guardrails.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Stakes {
-    removes_or_overwrites: bool,
-    destructive: bool,
+    loses_something_here: bool,
 }
 
 impl Stakes {
-    pub(super) fn of(facts: &crate::facts::Facts) -> Stakes {
+    pub(super) fn of(input: &HookInput, facts: &crate::facts::Facts, dirs: &Dirs) -> Stakes {
+        let Some(project) = dirs.project.as_deref() else {
+            return Stakes {
+                loses_something_here: false,
+            };
+        };
+        let cwd = input.cwd.as_deref().map(std::path::Path::new);
+        let removes_here = facts.changes.paths.iter().any(|change| {
+            if !change.removes {
+                return false;
+            }
+            let path = crate::facts::absolute(&change.path, cwd);
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            path.starts_with(project) && path != project && path.symlink_metadata().is_ok()
+        });
+        let discards = project.join(".git").exists() && runs_git_discarding(facts);
         Stakes {
-            removes_or_overwrites: removes_or_overwrites(facts),
-            destructive: is_destructive(facts),
+            loses_something_here: removes_here || discards,
         }
     }
 }
@@ -190,11 +205,16 @@ pub(super) fn faulted() -> CheckpointError {
     )
 }
 
-/// What the checkpoint's outcome tells the receipt, the person and the agent.
+/// What the checkpoint's outcome tells the receipt, the person and the agent:
+/// the receipt names it; the agent hears of it where the call it lets through
+/// loses something here. One that could not be taken is said on stderr and
+/// in the receipt, and at a session's start to the person too (once, not on
+/// every call).
 pub(super) fn report(
     taken: Result<Record, CheckpointError>,
     decision: &mut Decision,
     stakes: Stakes,
+    kind: EventKind,
 ) {
     match taken {
         Ok(record) => {
@@ -216,22 +236,12 @@ pub(super) fn report(
                     }
                 );
             }
-            if decision.refusals.is_empty() {
-                if stakes.removes_or_overwrites {
-                    decision.notes.push(guest_text::attributed(
-                        HOST_AUTHOR,
-                        &format!(
-                            "checkpoint {} holds the project as it was before this call: the person can bring it back with `sandrail undo {}`.",
-                            record.id, record.id
-                        ),
-                    ));
-                }
-            } else if stakes.destructive {
-                decision.refusals.push(guest_text::attributed(
+            if decision.refusals.is_empty() && stakes.loses_something_here {
+                decision.notes.push(guest_text::attributed(
                     HOST_AUTHOR,
                     &format!(
-                        "Work already lost can be brought back by the person: `sandrail checkpoints` lists the project as it was before each call (the latest is {}), and `sandrail undo` restores it.",
-                        record.id
+                        "checkpoint {} holds the project as it was before this call: the person can bring it back with `sandrail undo {}`.",
+                        record.id, record.id
                     ),
                 ));
             }
@@ -239,51 +249,39 @@ pub(super) fn report(
         }
         Err(e) => {
             let said = format!(
-                "sandrail: no checkpoint was taken before this call ({e}); the call is judged as it would have been, and what it changes cannot be undone with `sandrail undo`"
+                "sandrail: no checkpoint was taken ({e}); calls are judged as they would have been, but what they change cannot be undone with `sandrail undo` (`sandrail doctor` says more)"
             );
             eprintln!("{said}");
-            decision.alerts.push(said);
+            if kind == EventKind::SessionStart {
+                decision.alerts.push(said);
+            }
+            decision.trace.checkpoint_failed = Some(e.to_string());
         }
     }
 }
 
-/// The call deletes, moves away or overwrites something in place: a removal
-/// the facts name, or a git command that puts files back as a commit has them.
-fn removes_or_overwrites(facts: &crate::facts::Facts) -> bool {
-    facts.changes.paths.iter().any(|p| p.removes)
-        || facts
-            .tool()
-            .and_then(|t| t.get("commands"))
-            .and_then(|v| v.as_array())
-            .is_some_and(|commands| {
-                commands.iter().any(|argv| {
-                    let words: Vec<&str> = argv
-                        .as_array()
-                        .map(|a| a.iter().filter_map(|w| w.as_str()).collect())
-                        .unwrap_or_default();
-                    words
-                        .first()
-                        .is_some_and(|p| crate::shell::program(p) == "git")
-                        && words.iter().skip(1).any(|w| {
-                            matches!(
-                                *w,
-                                "checkout"
-                                    | "restore"
-                                    | "reset"
-                                    | "clean"
-                                    | "rm"
-                                    | "stash"
-                                    | "switch"
-                            )
-                        })
-                })
-            })
-}
-
-fn is_destructive(facts: &crate::facts::Facts) -> bool {
+/// A git command that puts working-tree files back as a commit or the index
+/// has them, discarding what was not committed.
+fn runs_git_discarding(facts: &crate::facts::Facts) -> bool {
     facts
         .tool()
-        .and_then(|t| t.get("is_destructive"))
-        .and_then(|v| v.as_bool())
-        == Some(true)
+        .and_then(|t| t.get("commands"))
+        .and_then(|v| v.as_array())
+        .is_some_and(|commands| {
+            commands.iter().any(|argv| {
+                let words: Vec<&str> = argv
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|w| w.as_str()).collect())
+                    .unwrap_or_default();
+                words
+                    .first()
+                    .is_some_and(|p| crate::shell::program(p) == "git")
+                    && words.iter().skip(1).any(|w| {
+                        matches!(
+                            *w,
+                            "checkout" | "restore" | "reset" | "clean" | "rm" | "stash" | "switch"
+                        )
+                    })
+            })
+        })
 }

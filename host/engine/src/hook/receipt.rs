@@ -57,6 +57,7 @@ pub(super) fn write_receipt(
                 released: decision.trace.released,
                 policy,
                 checkpoint: decision.trace.checkpoint.clone(),
+                checkpoint_failed: decision.trace.checkpoint_failed.clone(),
                 alerts: decision.alerts.clone(),
                 late: false,
                 prev: String::new(),

@@ -57,11 +57,13 @@ impl UnsavedEvent<'_> {
     }
 
     /// Whether the event leaves a receipt: a guardrail or sandrail judged it,
-    /// or the person was told something.
+    /// the person was told something, or a checkpoint it called for could
+    /// not be taken.
     fn receipt_due(&self) -> bool {
         !self.decision.trace.guardrails.is_empty()
             || self.decision.trace.host_refused
             || !self.decision.alerts.is_empty()
+            || self.decision.trace.checkpoint_failed.is_some()
     }
 
     fn write_receipt(&mut self) -> Result<(), String> {

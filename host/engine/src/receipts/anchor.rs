@@ -280,6 +280,7 @@ mod tests {
             released: false,
             policy: None,
             checkpoint: None,
+            checkpoint_failed: None,
             alerts: Vec::new(),
             late: false,
             prev: String::new(),
