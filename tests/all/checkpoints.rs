@@ -456,7 +456,10 @@ fn the_agent_is_told_of_the_checkpoint_where_a_call_removes_and_cannot_undo_itse
         "{}",
         piped.stderr()
     );
-    assert!(!project.dir().join("notes.md").exists(), "nothing was restored");
+    assert!(
+        !project.dir().join("notes.md").exists(),
+        "nothing was restored"
+    );
 }
 
 #[test]
@@ -615,7 +618,7 @@ fn parallel_hooks_on_one_project_lose_and_mix_no_checkpoint() {
         std::fs::write(dir.join(format!("file{n}.txt")), format!("file {n}")).expect("write");
     }
     let children: Vec<_> = (0..12)
-        .map(|n| {
+        .map(|n: usize| {
             let mut cmd = project.cmd();
             cmd.arg("hook")
                 .stdin(std::process::Stdio::piped())
@@ -624,7 +627,7 @@ fn parallel_hooks_on_one_project_lose_and_mix_no_checkpoint() {
             let mut child = cmd.spawn().expect("spawn");
             let payload = bash_here(
                 &project,
-                if n % 2 == 0 { "even" } else { "odd" },
+                if n.is_multiple_of(2) { "even" } else { "odd" },
                 &format!("make target{n}"),
             );
             std::io::Write::write_all(child.stdin.as_mut().expect("stdin"), &payload)
@@ -656,7 +659,10 @@ fn parallel_hooks_on_one_project_lose_and_mix_no_checkpoint() {
     for record in &taken {
         let call = record["call"].as_str().expect("call");
         let n: usize = call.trim_start_matches("make target").parse().expect("n");
-        assert_eq!(record["session"], if n % 2 == 0 { "even" } else { "odd" });
+        assert_eq!(
+            record["session"],
+            if n.is_multiple_of(2) { "even" } else { "odd" }
+        );
         assert_eq!(record["differs"], 0, "{record}");
     }
 }

@@ -89,13 +89,18 @@ impl Objects {
     /// Keeps `bytes`, unless an object of the same bytes is kept already.
     pub fn put_bytes(&self, bytes: &[u8]) -> std::io::Result<Digest> {
         let digest = Digest::of(bytes);
-        if self.has(&digest) {
-            return Ok(digest);
+        self.put_hashed(&digest, bytes)?;
+        Ok(digest)
+    }
+
+    /// Keeps `bytes`, whose digest the caller has already worked out.
+    pub fn put_hashed(&self, digest: &Digest, bytes: &[u8]) -> std::io::Result<()> {
+        if self.has(digest) {
+            return Ok(());
         }
         let mut tmp = self.temp()?;
         tmp.write_all(bytes)?;
-        self.settle(tmp, &digest)?;
-        Ok(digest)
+        self.settle(tmp, digest)
     }
 
     /// Keeps what `file` holds from its start: copied into the store first (by

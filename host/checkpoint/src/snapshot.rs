@@ -63,7 +63,9 @@ pub fn take(
     deadline: Instant,
 ) -> Result<Snapshot, CheckpointError> {
     let started = SystemTime::now();
+    let timer = Instant::now();
     let listing = walk::list(root, rules, deadline)?;
+    let listed = timer.elapsed();
     let dir = cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(
         |source| CheckpointError::Project {
             path: root.to_path_buf(),
@@ -111,6 +113,7 @@ pub fn take(
             },
         );
     }
+    let cached = timer.elapsed();
     let hashed = hash_all(&dir, objects, &misses, keep, rules, deadline);
     let mut unfinished = 0usize;
     let mut store_error = None;
@@ -162,19 +165,36 @@ pub fn take(
     }
     let mut unwritten = std::collections::HashMap::new();
     let root_digest = match keep {
-        Keep::Store => tree::seal(&files, &mut |_, bytes| objects.put_bytes(&bytes).map(drop))
-            .map_err(|e| CheckpointError::store(objects.dir(), e))?,
+        Keep::Store => tree::seal(&files, &mut |digest, bytes| {
+            objects.put_hashed(&digest, &bytes)
+        })
+        .map_err(|e| CheckpointError::store(objects.dir(), e))?,
         Keep::Measure => tree::seal(&files, &mut |digest, bytes| {
             unwritten.insert(digest, bytes);
             Ok(())
         })
         .map_err(|e| CheckpointError::store(objects.dir(), e))?,
     };
-    if keep == Keep::Store {
+    let sealed = timer.elapsed();
+    // Files gone since are forgotten once the cache holds more than the
+    // tree (an entry for a path not there matches nothing meanwhile).
+    if keep == Keep::Store && cache.len() > listing.found.len() {
         let present: std::collections::HashSet<&[u8]> =
             listing.found.iter().map(|f| f.path.as_slice()).collect();
         cache.keep_only(&|path| present.contains(path));
         let _ = cache.save();
+    }
+    if sandrail_event::debug_logging() {
+        eprintln!(
+            "sandrail: checkpoint of {}: {} files listed in {:?}, {} hashed by {:?}, trees sealed by {:?}, the stat cache saved by {:?}",
+            root.display(),
+            listing.found.len(),
+            listed,
+            misses.len(),
+            cached,
+            sealed,
+            timer.elapsed()
+        );
     }
     left_out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Snapshot {
@@ -296,14 +316,10 @@ fn hash_one(
                 Ok(_) => {
                     let digest = Digest::of(&bytes);
                     let new = !objects.has(&digest);
-                    if new {
-                        match objects.put_bytes(&bytes) {
-                            Ok(_) => Ok((digest, bytes.len() as u64, true)),
-                            Err(e) => return Hashed::StoreFailed(e),
-                        }
-                    } else {
-                        Ok((digest, bytes.len() as u64, false))
+                    if new && let Err(e) = objects.put_hashed(&digest, &bytes) {
+                        return Hashed::StoreFailed(e);
                     }
+                    Ok((digest, bytes.len() as u64, new))
                 }
                 Err(e) => Err(e),
             }

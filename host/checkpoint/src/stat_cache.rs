@@ -115,6 +115,15 @@ impl StatCache {
         self.changed = true;
     }
 
+    /// How many files it holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// Forgets every path not in `seen`, so the cache stays the size of the tree.
     pub fn keep_only(&mut self, seen: &dyn Fn(&[u8]) -> bool) {
         let before = self.entries.len();
@@ -163,7 +172,8 @@ fn encode(entries: &HashMap<Vec<u8>, Cached>) -> Vec<u8> {
 
 fn decode(bytes: &[u8]) -> Option<HashMap<Vec<u8>, Cached>> {
     let mut rest = bytes.strip_prefix(MAGIC)?;
-    let mut entries = HashMap::new();
+    // An entry is a path and 78 bytes; most paths are under 50.
+    let mut entries = HashMap::with_capacity(rest.len() / 110 + 16);
     fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
         let (head, tail) = rest.split_at_checked(n)?;
         *rest = tail;

@@ -109,74 +109,78 @@ fn decode(bytes: &[u8]) -> Option<Vec<Entry>> {
     Some(entries)
 }
 
-/// A directory being built from flat paths.
-#[derive(Default)]
-struct Node {
-    files: BTreeMap<Vec<u8>, Blob>,
-    dirs: BTreeMap<Vec<u8>, Node>,
-}
-
-impl Node {
-    fn insert(&mut self, path: &[u8], blob: Blob) {
-        match path.iter().position(|b| *b == b'/') {
-            Some(slash) => self
-                .dirs
-                .entry(path[..slash].to_vec())
-                .or_default()
-                .insert(&path[slash + 1..], blob),
-            None => {
-                self.files.insert(path.to_vec(), blob);
-            }
-        }
-    }
-
-    /// This directory's tree, its subdirectories' first, each handed to `keep`.
-    fn seal(
-        &self,
-        keep: &mut dyn FnMut(Digest, Vec<u8>) -> std::io::Result<()>,
-    ) -> std::io::Result<(Digest, u64)> {
-        let mut entries: Vec<Entry> = Vec::with_capacity(self.files.len() + self.dirs.len());
-        let mut total = 0u64;
-        for (name, dir) in &self.dirs {
-            let (digest, size) = dir.seal(keep)?;
-            total += size;
-            entries.push(Entry {
-                name: name.clone(),
+/// The trees of `files`, each handed to `keep` (to be written, or held in
+/// memory), and the root's digest. One pass over the paths in order: every
+/// path under a directory is contiguous in byte order, so a directory is
+/// sealed as soon as a path outside it comes.
+pub fn seal(
+    files: &Flat,
+    keep: &mut dyn FnMut(Digest, Vec<u8>) -> std::io::Result<()>,
+) -> std::io::Result<Digest> {
+    // The open directories, the root first: each one's name and entries.
+    let mut open: Vec<(Vec<u8>, Vec<Entry>)> = vec![(Vec::new(), Vec::new())];
+    // Seals the innermost open directory into its parent's entries.
+    let close = |open: &mut Vec<(Vec<u8>, Vec<Entry>)>,
+                 keep: &mut dyn FnMut(Digest, Vec<u8>) -> std::io::Result<()>|
+     -> std::io::Result<()> {
+        let (name, entries) = open.pop().expect("a directory above the root");
+        let (digest, size) = finish(entries, keep)?;
+        if let Some((_, parent)) = open.last_mut() {
+            parent.push(Entry {
+                name,
                 kind: Kind::Dir,
                 mode: 0o755,
                 size,
                 digest,
             });
         }
-        for (name, blob) in &self.files {
-            total += blob.size;
+        Ok(())
+    };
+    for (path, blob) in files {
+        let components: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+        let (file, dirs) = components.split_last().expect("a path has a name");
+        // Close what this path is not under, then open what it is.
+        let mut shared = 0;
+        while shared < dirs.len()
+            && shared + 1 < open.len()
+            && open[shared + 1].0.as_slice() == dirs[shared]
+        {
+            shared += 1;
+        }
+        while open.len() > shared + 1 {
+            close(&mut open, keep)?;
+        }
+        for dir in &dirs[shared..] {
+            open.push((dir.to_vec(), Vec::new()));
+        }
+        if let Some((_, entries)) = open.last_mut() {
             entries.push(Entry {
-                name: name.clone(),
+                name: file.to_vec(),
                 kind: blob.kind,
                 mode: blob.mode,
                 size: blob.size,
                 digest: blob.digest,
             });
         }
-        entries.sort_by(|a, b| a.name.cmp(&b.name));
-        let bytes = encode(&entries);
-        let digest = Digest::of(&bytes);
-        keep(digest, bytes)?;
-        Ok((digest, total))
     }
+    while open.len() > 1 {
+        close(&mut open, keep)?;
+    }
+    let (_, entries) = open.pop().expect("the root");
+    finish(entries, keep).map(|(digest, _)| digest)
 }
 
-/// The trees of `files`, each handed to `keep` (to be written, or held in
-/// memory), and the root's digest.
-pub fn seal(
-    files: &Flat,
+/// A directory's tree from its entries: its digest and the bytes under it.
+fn finish(
+    mut entries: Vec<Entry>,
     keep: &mut dyn FnMut(Digest, Vec<u8>) -> std::io::Result<()>,
-) -> std::io::Result<Digest> {
-    let mut root = Node::default();
-    for (path, blob) in files {
-        root.insert(path, *blob);
-    }
-    root.seal(keep).map(|(digest, _)| digest)
+) -> std::io::Result<(Digest, u64)> {
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    let size = entries.iter().map(|e| e.size).sum();
+    let bytes = encode(&entries);
+    let digest = Digest::of(&bytes);
+    keep(digest, bytes)?;
+    Ok((digest, size))
 }
 
 /// Where trees are read from: the store, and trees of the project as it is

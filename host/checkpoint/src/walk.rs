@@ -104,10 +104,13 @@ pub struct Listing {
     pub git: bool,
 }
 
-/// Lists `root`'s files as [`Rules`] say, before `deadline`.
+/// Lists `root`'s files as [`Rules`] say, before `deadline`: the directories
+/// are read on every core (at most four), each thread keeping what it finds.
 pub fn list(root: &Path, rules: &Rules, deadline: Instant) -> Result<Listing, CheckpointError> {
-    let mut listing = Listing::default();
     let extra = matcher(root, rules)?;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 4);
     let walk = ignore::WalkBuilder::new(root)
         .hidden(false)
         .ignore(false)
@@ -116,40 +119,59 @@ pub fn list(root: &Path, rules: &Rules, deadline: Instant) -> Result<Listing, Ch
         .git_global(true)
         .git_exclude(true)
         .follow_links(false)
+        .threads(threads)
         .filter_entry(move |entry| {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             entry.depth() == 0
                 || (entry.file_name() != GIT_DIR
                     && !extra.matched(entry.path(), is_dir).is_ignore())
         })
-        .build();
-    let mut seen = 0usize;
-    for entry in walk {
-        seen += 1;
-        if seen.is_multiple_of(256) && Instant::now() > deadline {
-            return Err(CheckpointError::OutOfTime { done: 0, left: 0 });
-        }
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(e) => {
-                if let Some(path) = error_path(&e, root) {
-                    listing.left_out.push(LeftOut {
-                        path,
-                        bytes: None,
-                        why: LeftOutWhy::Unreadable,
-                    });
-                }
-                continue;
+        .build_parallel();
+    let parts: std::sync::Mutex<Vec<Listing>> = std::sync::Mutex::new(Vec::new());
+    let late = std::sync::atomic::AtomicBool::new(false);
+    walk.run(|| {
+        let mut mine = Part {
+            listing: Listing::default(),
+            parts: &parts,
+        };
+        let late = &late;
+        Box::new(move |entry| {
+            if Instant::now() > deadline {
+                late.store(true, std::sync::atomic::Ordering::Relaxed);
+                return ignore::WalkState::Quit;
             }
-        };
-        if entry.depth() == 0 {
-            continue;
-        }
-        let Ok(meta) = entry.metadata() else { continue };
-        let Some(path) = relative(entry.path(), root) else {
-            continue;
-        };
-        take(&mut listing, path, &meta, false, rules);
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    if let Some(path) = error_path(&e, root) {
+                        mine.listing.left_out.push(LeftOut {
+                            path,
+                            bytes: None,
+                            why: LeftOutWhy::Unreadable,
+                        });
+                    }
+                    return ignore::WalkState::Continue;
+                }
+            };
+            if entry.depth() == 0 {
+                return ignore::WalkState::Continue;
+            }
+            if let (Ok(meta), Some(path)) = (entry.metadata(), relative(entry.path(), root)) {
+                take(&mut mine.listing, path, &meta, false, rules);
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    if late.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(CheckpointError::OutOfTime { done: 0, left: 0 });
+    }
+    let mut listing = Listing::default();
+    for part in parts
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        listing.found.extend(part.found);
+        listing.left_out.extend(part.left_out);
     }
     let git = root.join(GIT_DIR);
     match std::fs::symlink_metadata(&git) {
@@ -163,6 +185,22 @@ pub fn list(root: &Path, rules: &Rules, deadline: Instant) -> Result<Listing, Ch
         Err(_) => {}
     }
     Ok(listing)
+}
+
+/// What one thread of the walk found, handed over when it ends.
+struct Part<'a> {
+    listing: Listing,
+    parts: &'a std::sync::Mutex<Vec<Listing>>,
+}
+
+impl Drop for Part<'_> {
+    fn drop(&mut self) {
+        let listing = std::mem::take(&mut self.listing);
+        self.parts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(listing);
+    }
 }
 
 /// Adds a file (or symlink) the walk met, or says why it is left out.
