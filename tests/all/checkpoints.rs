@@ -666,3 +666,61 @@ fn parallel_hooks_on_one_project_lose_and_mix_no_checkpoint() {
         assert_eq!(record["differs"], 0, "{record}");
     }
 }
+
+#[test]
+fn the_home_directory_is_not_checkpointed_and_a_state_directory_inside_the_project_is_never_kept() {
+    // The agent started in the home directory: every cache and key of the
+    // account would be copied on every call. Said once, at the start.
+    let project = Project::new();
+    let home = project.root.path().to_path_buf();
+    let in_home = |payload: &[u8]| {
+        let mut cmd = project.cmd();
+        cmd.env("CLAUDE_PROJECT_DIR", &home).current_dir(&home);
+        project.hook_with(cmd, payload)
+    };
+    let started = in_home(&payload(
+        "SessionStart",
+        "h1",
+        json!({"source": "startup", "cwd": home}),
+    ));
+    assert!(
+        started.answer()["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("home directory")),
+        "{}",
+        started.stdout()
+    );
+    let mut call: Value = serde_json::from_slice(&bash("h1", "make")).expect("json");
+    call["cwd"] = json!(home);
+    in_home(call.to_string().as_bytes());
+    assert!(
+        !project.state_dir().join("checkpoints").exists(),
+        "a checkpoint of the home directory was taken"
+    );
+
+    // A state directory inside the project: the store never keeps itself.
+    let project = Project::new();
+    let dir = project.dir();
+    std::fs::write(dir.join("a.txt"), "a").expect("write");
+    let state = dir.join("sandrail-state");
+    let hook = |payload: &[u8]| {
+        let mut cmd = project.cmd();
+        cmd.env("SANDRAIL_STATE_DIR", &state);
+        project.hook_with(cmd, payload)
+    };
+    hook(&bash_here(&project, "s1", "make one"));
+    hook(&bash_here(&project, "s1", "make two"));
+    let mut listed = project.cmd();
+    listed
+        .env("SANDRAIL_STATE_DIR", &state)
+        .args(["checkpoints", "--json"]);
+    let out = Run(listed.output().expect("checkpoints"));
+    let records: Vec<Value> = out
+        .stdout()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(records.len(), 2, "{}", out.stderr());
+    assert_eq!(records[0]["files"], 1, "{}", records[0]);
+    assert_eq!(records[1]["differs"], 0, "{}", records[1]);
+}

@@ -64,6 +64,9 @@ pub struct Rules {
     pub max_file_bytes: u64,
     /// More patterns (gitignore syntax) to leave out.
     pub ignore: Vec<String>,
+    /// Directories never walked, absolute: sandrail's own, where one lies in
+    /// the project (a store must not keep itself).
+    pub exclude: Vec<PathBuf>,
 }
 
 impl Rules {
@@ -78,6 +81,7 @@ impl Default for Rules {
         Rules {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             ignore: Vec::new(),
+            exclude: Vec::new(),
         }
     }
 }
@@ -119,6 +123,8 @@ impl Now {
 pub struct Store {
     dir: PathBuf,
     project: PathBuf,
+    /// The state directory it is in, never walked.
+    state: PathBuf,
 }
 
 impl Store {
@@ -129,7 +135,16 @@ impl Store {
         Store {
             dir: state.join(STORES).join(&key[..16]),
             project: project.to_path_buf(),
+            state: state.to_path_buf(),
         }
+    }
+
+    /// `rules`, with the state directory this store is in never walked.
+    fn rules_here(&self, rules: &Rules) -> Rules {
+        let mut rules = rules.clone();
+        let state = std::fs::canonicalize(&self.state).unwrap_or_else(|_| self.state.clone());
+        rules.exclude.push(state);
+        rules
     }
 
     pub fn dir(&self) -> &Path {
@@ -155,6 +170,7 @@ impl Store {
         rules: &Rules,
         deadline: Instant,
     ) -> Result<Record, CheckpointError> {
+        let started = Instant::now();
         let _held = lock::shared(&self.dir, deadline).map_err(CheckpointError::Lock)?;
         self.note_project()?;
         let objects = self.objects();
@@ -163,11 +179,12 @@ impl Store {
             &self.project,
             &objects,
             &mut cache,
-            rules,
+            &self.rules_here(rules),
             Keep::Store,
             deadline,
         )?;
-        let record = self.record(call, &snapshot);
+        let mut record = self.record(call, &snapshot);
+        record.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.records_dir()
             .write(&record)
             .map_err(|e| CheckpointError::store(&self.dir, e))?;
@@ -195,6 +212,7 @@ impl Store {
             bytes: snapshot.files.values().map(|b| b.size).sum(),
             added_bytes: snapshot.added_bytes,
             git: snapshot.git,
+            took_ms: 0,
             left_out: snapshot.left_out.clone(),
         }
     }
@@ -264,7 +282,7 @@ impl Store {
             &self.project,
             &self.objects(),
             &mut cache,
-            rules,
+            &self.rules_here(rules),
             Keep::Measure,
             deadline,
         )?;
@@ -473,6 +491,7 @@ pub fn stores(state: &Path) -> Vec<Store> {
             Some(Store {
                 dir: entry.path(),
                 project: PathBuf::from(std::ffi::OsStr::from_bytes(&project)),
+                state: state.to_path_buf(),
             })
         })
         .collect();

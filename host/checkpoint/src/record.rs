@@ -57,6 +57,9 @@ pub struct Record {
     pub added_bytes: u64,
     /// The project held a git repository (`.git`).
     pub git: bool,
+    /// How long it took, in milliseconds.
+    #[serde(default)]
+    pub took_ms: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOut>,
 }

@@ -68,7 +68,8 @@ impl Plan {
             if path.starts_with(b".git/objects/") {
                 continue;
             }
-            if ignores.ignored(path) {
+            // Ignore rules say nothing of what is inside `.git`.
+            if !in_git(path) && ignores.ignored(path) {
                 left.push((
                     shown(path),
                     "ignored by the checkpoint's ignore rules, so left as it is".to_owned(),

@@ -64,7 +64,7 @@ pub fn take(
 ) -> Result<Snapshot, CheckpointError> {
     let started = SystemTime::now();
     let timer = Instant::now();
-    let listing = walk::list(root, rules, deadline)?;
+    let listing = walk::list(root, rules, cache.len(), deadline)?;
     let listed = timer.elapsed();
     let dir = cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(
         |source| CheckpointError::Project {

@@ -104,14 +104,31 @@ pub struct Listing {
     pub git: bool,
 }
 
-/// Lists `root`'s files as [`Rules`] say, before `deadline`: the directories
-/// are read on every core (at most four), each thread keeping what it finds.
-pub fn list(root: &Path, rules: &Rules, deadline: Instant) -> Result<Listing, CheckpointError> {
+/// A tree with fewer files than this (as the last checkpoint found it) is
+/// walked on the checkpoint's own thread: starting more costs more than they
+/// save.
+const PARALLEL_FROM: usize = 2000;
+
+/// Lists `root`'s files as [`Rules`] say, before `deadline`. A tree that had
+/// `expected` files or more at the last checkpoint has its directories read
+/// on every core (at most four), each thread keeping what it finds.
+pub fn list(
+    root: &Path,
+    rules: &Rules,
+    expected: usize,
+    deadline: Instant,
+) -> Result<Listing, CheckpointError> {
     let extra = matcher(root, rules)?;
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .clamp(1, 4);
-    let walk = ignore::WalkBuilder::new(root)
+    let exclude = rules.exclude.clone();
+    let threads = if expected >= PARALLEL_FROM {
+        std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, 4)
+    } else {
+        1
+    };
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
         .hidden(false)
         .ignore(false)
         .parents(true)
@@ -124,54 +141,45 @@ pub fn list(root: &Path, rules: &Rules, deadline: Instant) -> Result<Listing, Ch
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             entry.depth() == 0
                 || (entry.file_name() != GIT_DIR
-                    && !extra.matched(entry.path(), is_dir).is_ignore())
-        })
-        .build_parallel();
-    let parts: std::sync::Mutex<Vec<Listing>> = std::sync::Mutex::new(Vec::new());
+                    && !extra.matched(entry.path(), is_dir).is_ignore()
+                    && !(is_dir && exclude.iter().any(|e| e == entry.path())))
+        });
     let late = std::sync::atomic::AtomicBool::new(false);
-    walk.run(|| {
-        let mut mine = Part {
-            listing: Listing::default(),
-            parts: &parts,
-        };
-        let late = &late;
-        Box::new(move |entry| {
-            if Instant::now() > deadline {
+    let mut listing = Listing::default();
+    if threads == 1 {
+        for entry in builder.build() {
+            if !visit(entry, root, rules, deadline, &mut listing) {
                 late.store(true, std::sync::atomic::Ordering::Relaxed);
-                return ignore::WalkState::Quit;
+                break;
             }
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(e) => {
-                    if let Some(path) = error_path(&e, root) {
-                        mine.listing.left_out.push(LeftOut {
-                            path,
-                            bytes: None,
-                            why: LeftOutWhy::Unreadable,
-                        });
-                    }
-                    return ignore::WalkState::Continue;
-                }
+        }
+    } else {
+        let parts: std::sync::Mutex<Vec<Listing>> = std::sync::Mutex::new(Vec::new());
+        builder.build_parallel().run(|| {
+            let mut mine = Part {
+                listing: Listing::default(),
+                parts: &parts,
             };
-            if entry.depth() == 0 {
-                return ignore::WalkState::Continue;
-            }
-            if let (Ok(meta), Some(path)) = (entry.metadata(), relative(entry.path(), root)) {
-                take(&mut mine.listing, path, &meta, false, rules);
-            }
-            ignore::WalkState::Continue
-        })
-    });
+            let late = &late;
+            Box::new(move |entry| {
+                if visit(entry, root, rules, deadline, &mut mine.listing) {
+                    ignore::WalkState::Continue
+                } else {
+                    late.store(true, std::sync::atomic::Ordering::Relaxed);
+                    ignore::WalkState::Quit
+                }
+            })
+        });
+        for part in parts
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            listing.found.extend(part.found);
+            listing.left_out.extend(part.left_out);
+        }
+    }
     if late.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(CheckpointError::OutOfTime { done: 0, left: 0 });
-    }
-    let mut listing = Listing::default();
-    for part in parts
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-    {
-        listing.found.extend(part.found);
-        listing.left_out.extend(part.left_out);
     }
     let git = root.join(GIT_DIR);
     match std::fs::symlink_metadata(&git) {
@@ -185,6 +193,37 @@ pub fn list(root: &Path, rules: &Rules, deadline: Instant) -> Result<Listing, Ch
         Err(_) => {}
     }
     Ok(listing)
+}
+
+/// Takes in one entry the walk met; false once past the deadline.
+fn visit(
+    entry: Result<ignore::DirEntry, ignore::Error>,
+    root: &Path,
+    rules: &Rules,
+    deadline: Instant,
+    listing: &mut Listing,
+) -> bool {
+    if Instant::now() > deadline {
+        return false;
+    }
+    match entry {
+        Ok(entry) if entry.depth() > 0 => {
+            if let (Ok(meta), Some(path)) = (entry.metadata(), relative(entry.path(), root)) {
+                take(listing, path, &meta, false, rules);
+            }
+        }
+        Ok(_) => {}
+        Err(e) => {
+            if let Some(path) = error_path(&e, root) {
+                listing.left_out.push(LeftOut {
+                    path,
+                    bytes: None,
+                    why: LeftOutWhy::Unreadable,
+                });
+            }
+        }
+    }
+    true
 }
 
 /// What one thread of the walk found, handed over when it ends.

@@ -125,7 +125,7 @@ pub fn evaluate(
     let (facts, turn) = facts_and_turn(input, config, dirs);
     // The project is kept beside the guardrails' judging, on a thread of its own.
     let checkpointing = may_checkpoint
-        .then(|| checkpoint::due(input, config, dirs, &facts, deadline))
+        .then(|| checkpoint::due(input, config, dirs, &facts, deadline, &mut decision))
         .flatten()
         .map(|due| {
             (

@@ -161,6 +161,7 @@ impl RawCheckpoints {
         let rules = sandrail_checkpoint::Rules {
             max_file_bytes: max_file_mib.saturating_mul(1 << 20),
             ignore: self.ignore,
+            exclude: Vec::new(),
         };
         rules.check().map_err(|e| e.to_string())?;
         let keep_last = self.keep_last.unwrap_or(defaults.retention.keep_last);

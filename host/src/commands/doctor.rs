@@ -723,6 +723,10 @@ fn policy_in_force(project: &Path, state: &Path, findings: &mut Findings) {
     }
 }
 
+/// A checkpoint slower than this is said: every call that can change the
+/// project waits for it.
+const SLOW_CHECKPOINT_MS: u64 = 500;
+
 /// Whether the project is checkpointed before each call that can change it,
 /// what the store takes, and whether the latest attempt failed.
 fn checkpoints(project: &Path, state: &Path, findings: &mut Findings) {
@@ -764,14 +768,38 @@ fn checkpoints(project: &Path, state: &Path, findings: &mut Findings) {
                 standing.store.dir().display()
             ),
         ),
-        None => findings.ok(
-            "checkpts",
-            format!(
-                "{}; {}",
-                super::checkpoints::describe(&config.checkpoints),
-                standing.line(None)
-            ),
-        ),
+        None => {
+            let calls: Vec<u64> = standing
+                .records
+                .iter()
+                .rev()
+                .filter(|r| r.occasion == sandrail::checkpoint::Occasion::Call)
+                .take(10)
+                .map(|r| r.took_ms)
+                .collect();
+            let mut sorted = calls.clone();
+            sorted.sort_unstable();
+            let typical = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
+            if typical >= SLOW_CHECKPOINT_MS {
+                findings.warn(
+                    "checkpts",
+                    format!(
+                        "a checkpoint of this project takes {typical} ms (the median of its last {}): every call that can change the project waits that long",
+                        calls.len()
+                    ),
+                    "leave out what need not come back (generated data, vendored trees) with [checkpoints] ignore, and run `sandrail trust`".into(),
+                );
+            } else {
+                findings.ok(
+                    "checkpts",
+                    format!(
+                        "{}; {}",
+                        super::checkpoints::describe(&config.checkpoints),
+                        standing.line(None)
+                    ),
+                );
+            }
+        }
     }
 }
 

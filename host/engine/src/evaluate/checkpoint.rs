@@ -59,15 +59,33 @@ pub(super) fn may_be_due(input: &HookInput, config: &Config, dirs: &Dirs, engine
 }
 
 /// The checkpoint this event calls for, if any, now that its facts say what
-/// the call can change.
+/// the call can change. None where the project is the home directory or the
+/// root: a checkpoint there would copy every cache, key and checkout of the
+/// account on every call; said to the person at the session's start.
 pub(super) fn due(
     input: &HookInput,
     config: &Config,
     dirs: &Dirs,
     facts: &crate::facts::Facts,
     deadline: Deadline,
+    decision: &mut Decision,
 ) -> Option<Due> {
     let (state, project) = (dirs.state.as_ref()?, dirs.project.as_ref()?);
+    let everything = project.parent().is_none()
+        || crate::locations::homes()
+            .iter()
+            .any(|home| crate::locations::canonical(home) == *project);
+    if everything {
+        if input.kind == EventKind::SessionStart {
+            let said = format!(
+                "sandrail: {} is the home directory or the root, so no checkpoint is taken there: start the agent in a project's own directory for `sandrail undo` to be able to bring its work back",
+                project.display()
+            );
+            eprintln!("{said}");
+            decision.alerts.push(said);
+        }
+        return None;
+    }
     let occasion = match input.kind {
         EventKind::SessionStart => Occasion::SessionStart,
         EventKind::PreToolUse if can_change_files(input, facts) => Occasion::Call,
