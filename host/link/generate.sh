@@ -13,6 +13,14 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/project"
 export SANDRAIL_STATE_DIR="$work/state" SANDRAIL_CACHE_DIR="$work/cache" HOME="$work"
+# A project as an agent works in: a git repository of a few files, which the
+# hook checkpoints before each call that can change it.
+mkdir -p "$work/project/src"
+for n in 1 2 3 4 5 6 7 8; do echo "pub fn f$n() {}" >"$work/project/src/m$n.rs"; done
+printf 'target/\n' >"$work/project/.gitignore"
+git -C "$work/project" init -q
+git -C "$work/project" add -A
+git -C "$work/project" -c user.name=sandrail -c user.email=sandrail@localhost commit -q -m project
 printf '%s\n' '{"type":"user","uuid":"u1","message":{"role":"user","content":"hi"}}' >"$work/transcript.jsonl"
 
 # The embedded default's everyday events: a command allowed and one refused, a

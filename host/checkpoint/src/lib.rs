@@ -430,6 +430,14 @@ impl Store {
         Some(pruned)
     }
 
+    /// Whether the project had fewer files than a walk on several threads is
+    /// worth at its last checkpoint (the stat cache's size says, in one
+    /// `stat`): a small one is cheaper taken on the caller's thread.
+    pub fn is_small(&self) -> bool {
+        std::fs::metadata(self.dir.join("stat-cache"))
+            .map_or(true, |m| m.len() < walk::PARALLEL_FROM as u64 * 100)
+    }
+
     /// Records why a checkpoint could not be taken, for `sandrail doctor`
     /// (best effort: a store that cannot be written cannot keep this either,
     /// and `doctor` finds that for itself).

@@ -15,8 +15,13 @@ pub struct Held(#[allow(dead_code)] File);
 const RETRY: Duration = Duration::from_millis(5);
 
 fn open(store: &Path) -> std::io::Result<File> {
-    sandrail_files::create_private_dir(store)?;
-    sandrail_files::open_private_file(&store.join("lock"))
+    match sandrail_files::open_private_file(&store.join("lock")) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            sandrail_files::create_private_dir(store)?;
+            sandrail_files::open_private_file(&store.join("lock"))
+        }
+        opened => opened,
+    }
 }
 
 /// The lock shared with other checkpoints, waiting for a prune until `deadline`.

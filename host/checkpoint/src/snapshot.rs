@@ -64,7 +64,7 @@ pub fn take(
 ) -> Result<Snapshot, CheckpointError> {
     let started = SystemTime::now();
     let timer = Instant::now();
-    let listing = walk::list(root, rules, cache.len(), deadline)?;
+    let listing = walk::list(root, rules, cache.len(), cache.dirs(), deadline)?;
     let listed = timer.elapsed();
     let dir = cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(
         |source| CheckpointError::Project {
@@ -74,6 +74,9 @@ pub fn take(
     )?;
     let mut files = Flat::new();
     let mut left_out = listing.left_out;
+    if keep == Keep::Store {
+        cache.set_dirs(listing.dirs);
+    }
     let mut misses: Vec<&Found> = Vec::new();
     for found in &listing.found {
         if found.symlink {
@@ -150,38 +153,48 @@ pub fn take(
             }
         }
     }
-    if keep == Keep::Store {
-        // What was hashed stays hashed, even when this snapshot cannot finish.
-        let _ = cache.save();
-    }
-    if let Some(e) = store_error {
-        return Err(CheckpointError::store(objects.dir(), e));
-    }
-    if unfinished > 0 {
+    if store_error.is_some() || unfinished > 0 {
+        // What was hashed stays hashed, for the next snapshot to start from.
+        if keep == Keep::Store {
+            let _ = cache.save();
+        }
+        if let Some(e) = store_error {
+            return Err(CheckpointError::store(objects.dir(), e));
+        }
         return Err(CheckpointError::OutOfTime {
             done: misses.len() - unfinished,
             left: unfinished,
         });
     }
+    // The trees, worked out in memory; written only when the root is not the
+    // last checkpoint's (most calls change nothing, and every tree under a
+    // root kept is in the store).
     let mut unwritten = std::collections::HashMap::new();
-    let root_digest = match keep {
-        Keep::Store => tree::seal(&files, &mut |digest, bytes| {
-            objects.put_hashed(&digest, &bytes)
-        })
-        .map_err(|e| CheckpointError::store(objects.dir(), e))?,
-        Keep::Measure => tree::seal(&files, &mut |digest, bytes| {
-            unwritten.insert(digest, bytes);
-            Ok(())
-        })
-        .map_err(|e| CheckpointError::store(objects.dir(), e))?,
-    };
+    let root_digest = tree::seal(&files, &mut |digest, bytes| {
+        unwritten.insert(digest, bytes);
+        Ok(())
+    })
+    .map_err(|e| CheckpointError::store(objects.dir(), e))?;
+    if keep == Keep::Store {
+        if cache.root() != Some(root_digest) {
+            for (digest, bytes) in unwritten.drain() {
+                objects
+                    .put_hashed(&digest, &bytes)
+                    .map_err(|e| CheckpointError::store(objects.dir(), e))?;
+            }
+            cache.set_root(root_digest);
+        }
+        unwritten.clear();
+    }
     let sealed = timer.elapsed();
-    // Files gone since are forgotten once the cache holds more than the
-    // tree (an entry for a path not there matches nothing meanwhile).
-    if keep == Keep::Store && cache.len() > listing.found.len() {
-        let present: std::collections::HashSet<&[u8]> =
-            listing.found.iter().map(|f| f.path.as_slice()).collect();
-        cache.keep_only(&|path| present.contains(path));
+    if keep == Keep::Store {
+        // Files gone since are forgotten once the cache holds more than the
+        // tree (an entry for a path not there matches nothing meanwhile).
+        if cache.len() > listing.found.len() {
+            let present: std::collections::HashSet<&[u8]> =
+                listing.found.iter().map(|f| f.path.as_slice()).collect();
+            cache.keep_only(&|path| present.contains(path));
+        }
         let _ = cache.save();
     }
     if sandrail_event::debug_logging() {

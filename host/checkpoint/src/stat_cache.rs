@@ -20,7 +20,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::objects::Digest;
 
-const MAGIC: &[u8] = b"sandrail-stat-cache 1\n";
+const MAGIC: &[u8] = b"sandrail-stat-cache 2\n";
+/// Tags of the two kinds of record in the file.
+const FILE: u8 = b'f';
+const DIR: u8 = b'd';
+const ROOT: u8 = b'r';
 /// A file changed less than this before it was hashed is not cached.
 const RACY: Duration = Duration::from_secs(2);
 
@@ -50,7 +54,7 @@ impl Stat {
     }
 
     /// Changed too close to `started` for its stat to vouch for its bytes.
-    fn racy(&self, started: SystemTime) -> bool {
+    pub fn racy(&self, started: SystemTime) -> bool {
         let limit = started
             .checked_sub(RACY)
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
@@ -65,11 +69,28 @@ struct Cached {
     digest: Digest,
 }
 
+/// What a directory of git's loose objects held, by the directory's stat:
+/// its files are named by their contents and never change, and adding or
+/// removing one moves the directory's times, so while they stand still the
+/// directory need not be read again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirListing {
+    pub stat: Stat,
+    /// Each file's name and stat.
+    pub files: Vec<(Vec<u8>, Stat)>,
+}
+
+/// Directory listings by the directory's path from the project's root.
+pub type DirListings = HashMap<Vec<u8>, DirListing>;
+
 /// The stat cache of one project's store.
 #[derive(Debug)]
 pub struct StatCache {
     path: PathBuf,
     entries: HashMap<Vec<u8>, Cached>,
+    dirs: DirListings,
+    /// The tree the last checkpoint kept: its trees are all in the store.
+    root: Option<Digest>,
     changed: bool,
 }
 
@@ -77,13 +98,15 @@ impl StatCache {
     /// The cache at `path`; empty when there is none or it cannot be read
     /// (everything is hashed again, which costs time, never a wrong answer).
     pub fn load(path: &Path) -> StatCache {
-        let entries = std::fs::read(path)
+        let (entries, dirs, root) = std::fs::read(path)
             .ok()
             .and_then(|bytes| decode(&bytes))
             .unwrap_or_default();
         StatCache {
             path: path.to_path_buf(),
             entries,
+            dirs,
+            root,
             changed: false,
         }
     }
@@ -113,6 +136,32 @@ impl StatCache {
         }
         self.entries.insert(path.to_vec(), Cached { stat, digest });
         self.changed = true;
+    }
+
+    /// The loose-object directories' listings it holds.
+    pub fn dirs(&self) -> &DirListings {
+        &self.dirs
+    }
+
+    /// Replaces the directory listings with those a walk just made.
+    pub fn set_dirs(&mut self, dirs: DirListings) {
+        if dirs != self.dirs {
+            self.dirs = dirs;
+            self.changed = true;
+        }
+    }
+
+    /// The root of the tree the last checkpoint kept, every tree under which
+    /// is in the store.
+    pub fn root(&self) -> Option<Digest> {
+        self.root
+    }
+
+    pub fn set_root(&mut self, root: Digest) {
+        if self.root != Some(root) {
+            self.root = Some(root);
+            self.changed = true;
+        }
     }
 
     /// How many files it holds.
@@ -145,57 +194,128 @@ impl StatCache {
         if !self.changed {
             return Ok(());
         }
-        sandrail_files::write_atomically(&self.path, &encode(&self.entries))
+        sandrail_files::write_atomically(&self.path, &encode(&self.entries, &self.dirs, self.root))
     }
 }
 
-fn encode(entries: &HashMap<Vec<u8>, Cached>) -> Vec<u8> {
+/// The file: its magic line, then records, each a tag byte: the last root
+/// (`r`, a digest); then a path (u16 length and bytes) and a file's (`f`)
+/// stat and digest, or a directory's listing (`d`): its stat and its files
+/// (u32 count; each a name and a stat). Little-endian.
+fn encode(entries: &HashMap<Vec<u8>, Cached>, dirs: &DirListings, root: Option<Digest>) -> Vec<u8> {
     let mut out = Vec::with_capacity(MAGIC.len() + entries.len() * 100);
     out.extend_from_slice(MAGIC);
-    for (path, cached) in entries {
-        let Ok(len) = u16::try_from(path.len()) else {
-            continue;
+    if let Some(root) = root {
+        out.push(ROOT);
+        out.extend_from_slice(&root.0);
+    }
+    let name = |out: &mut Vec<u8>, name: &[u8]| -> bool {
+        let Ok(len) = u16::try_from(name.len()) else {
+            return false;
         };
         out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(path);
-        let s = &cached.stat;
-        out.extend_from_slice(&s.size.to_le_bytes());
-        out.extend_from_slice(&s.mtime_ns.to_le_bytes());
-        out.extend_from_slice(&s.ctime_ns.to_le_bytes());
-        out.extend_from_slice(&s.ino.to_le_bytes());
-        out.extend_from_slice(&s.dev.to_le_bytes());
-        out.extend_from_slice(&s.mode.to_le_bytes());
+        out.extend_from_slice(name);
+        true
+    };
+    for (path, cached) in entries {
+        out.push(FILE);
+        if !name(&mut out, path) {
+            out.pop();
+            continue;
+        }
+        put_stat(&mut out, &cached.stat);
         out.extend_from_slice(&cached.digest.0);
+    }
+    for (path, listing) in dirs {
+        let Ok(count) = u32::try_from(listing.files.len()) else {
+            continue;
+        };
+        let mark = out.len();
+        out.push(DIR);
+        if !name(&mut out, path) {
+            out.truncate(mark);
+            continue;
+        }
+        put_stat(&mut out, &listing.stat);
+        out.extend_from_slice(&count.to_le_bytes());
+        for (file, stat) in &listing.files {
+            if !name(&mut out, file) {
+                out.truncate(mark);
+                break;
+            }
+            put_stat(&mut out, stat);
+        }
     }
     out
 }
 
-fn decode(bytes: &[u8]) -> Option<HashMap<Vec<u8>, Cached>> {
-    let mut rest = bytes.strip_prefix(MAGIC)?;
-    // An entry is a path and 78 bytes; most paths are under 50.
-    let mut entries = HashMap::with_capacity(rest.len() / 110 + 16);
-    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-        let (head, tail) = rest.split_at_checked(n)?;
-        *rest = tail;
-        Some(head)
-    }
+fn put_stat(out: &mut Vec<u8>, s: &Stat) {
+    out.extend_from_slice(&s.size.to_le_bytes());
+    out.extend_from_slice(&s.mtime_ns.to_le_bytes());
+    out.extend_from_slice(&s.ctime_ns.to_le_bytes());
+    out.extend_from_slice(&s.ino.to_le_bytes());
+    out.extend_from_slice(&s.dev.to_le_bytes());
+    out.extend_from_slice(&s.mode.to_le_bytes());
+}
+
+fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    let (head, tail) = rest.split_at_checked(n)?;
+    *rest = tail;
+    Some(head)
+}
+
+fn take_name(rest: &mut &[u8]) -> Option<Vec<u8>> {
+    let len = u16::from_le_bytes(take(rest, 2)?.try_into().ok()?);
+    Some(take(rest, usize::from(len))?.to_vec())
+}
+
+fn take_stat(rest: &mut &[u8]) -> Option<Stat> {
     let u64_of = |b: &[u8]| b.try_into().ok().map(u64::from_le_bytes);
     let i64_of = |b: &[u8]| b.try_into().ok().map(i64::from_le_bytes);
-    while !rest.is_empty() {
-        let len = u16::from_le_bytes(take(&mut rest, 2)?.try_into().ok()?);
-        let path = take(&mut rest, usize::from(len))?.to_vec();
-        let stat = Stat {
-            size: u64_of(take(&mut rest, 8)?)?,
-            mtime_ns: i64_of(take(&mut rest, 8)?)?,
-            ctime_ns: i64_of(take(&mut rest, 8)?)?,
-            ino: u64_of(take(&mut rest, 8)?)?,
-            dev: u64_of(take(&mut rest, 8)?)?,
-            mode: u32::from_le_bytes(take(&mut rest, 4)?.try_into().ok()?),
-        };
-        let digest = Digest(take(&mut rest, 32)?.try_into().ok()?);
-        entries.insert(path, Cached { stat, digest });
+    Some(Stat {
+        size: u64_of(take(rest, 8)?)?,
+        mtime_ns: i64_of(take(rest, 8)?)?,
+        ctime_ns: i64_of(take(rest, 8)?)?,
+        ino: u64_of(take(rest, 8)?)?,
+        dev: u64_of(take(rest, 8)?)?,
+        mode: u32::from_le_bytes(take(rest, 4)?.try_into().ok()?),
+    })
+}
+
+type Decoded = (HashMap<Vec<u8>, Cached>, DirListings, Option<Digest>);
+
+fn decode(bytes: &[u8]) -> Option<Decoded> {
+    let mut rest = bytes.strip_prefix(MAGIC)?;
+    // A file's record is a path and 79 bytes; most paths are under 50.
+    let mut entries = HashMap::with_capacity(rest.len() / 110 + 16);
+    let mut dirs = DirListings::new();
+    let mut root = None;
+    while let Some((&tag, tail)) = rest.split_first() {
+        rest = tail;
+        if tag == ROOT {
+            root = Some(Digest(take(&mut rest, 32)?.try_into().ok()?));
+            continue;
+        }
+        let path = take_name(&mut rest)?;
+        let stat = take_stat(&mut rest)?;
+        match tag {
+            FILE => {
+                let digest = Digest(take(&mut rest, 32)?.try_into().ok()?);
+                entries.insert(path, Cached { stat, digest });
+            }
+            DIR => {
+                let count = u32::from_le_bytes(take(&mut rest, 4)?.try_into().ok()?);
+                let mut files = Vec::with_capacity((count as usize).min(1 << 16));
+                for _ in 0..count {
+                    let name = take_name(&mut rest)?;
+                    files.push((name, take_stat(&mut rest)?));
+                }
+                dirs.insert(path, DirListing { stat, files });
+            }
+            _ => return None,
+        }
     }
-    Some(entries)
+    Some((entries, dirs, root))
 }
 
 #[cfg(test)]
@@ -234,6 +354,27 @@ mod tests {
     }
 
     #[test]
+    fn directory_listings_round_trip() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("cache");
+        let mut cache = StatCache::load(&path);
+        let mut dirs = DirListings::new();
+        dirs.insert(
+            b".git/objects/ab".to_vec(),
+            DirListing {
+                stat: stat(5),
+                files: vec![(b"cdef".to_vec(), stat(6)), (b"0123".to_vec(), stat(7))],
+            },
+        );
+        cache.set_dirs(dirs.clone());
+        cache.put(b"a", stat(1), Digest::of(b"a"), SystemTime::now());
+        cache.save().expect("save");
+        let cache = StatCache::load(&path);
+        assert_eq!(cache.dirs(), &dirs);
+        assert_eq!(cache.get(b"a", &stat(1), false), Some(Digest::of(b"a")));
+    }
+
+    #[test]
     fn a_file_changed_just_now_is_not_cached() {
         let dir = tempfile::tempdir().expect("dir");
         let started = SystemTime::now();
@@ -249,7 +390,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("cache");
         let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&[9, 0, b'x']);
+        bytes.extend_from_slice(&[FILE, 9, 0, b'x']);
         std::fs::write(&path, bytes).expect("write");
         assert!(StatCache::load(&path).entries.is_empty());
     }

@@ -16,12 +16,14 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stat_cache::Stat;
+use crate::stat_cache::{DirListing, DirListings, Stat};
 use crate::{CheckpointError, Rules};
 
 /// Directories every toolchain makes again from the sources, left out of a
 /// checkpoint unless git tracks what is in them: gitignore patterns, applied
-/// to untracked files in every project, with git or without.
+/// to untracked files in every project, with git or without. Each is of one
+/// of three simple forms, matched by name without building a matcher: `name/`
+/// (a directory anywhere), `*.ext` (an extension), `name` (any entry).
 pub const DEFAULT_IGNORE: &[&str] = &[
     "node_modules/",
     "target/",
@@ -102,23 +104,34 @@ pub struct Listing {
     pub left_out: Vec<LeftOut>,
     /// The project's root holds a git repository (`.git` a directory).
     pub git: bool,
+    /// The loose-object directories' listings, for the next walk.
+    pub dirs: DirListings,
 }
 
 /// A tree with fewer files than this (as the last checkpoint found it) is
 /// walked on the checkpoint's own thread: starting more costs more than they
 /// save.
-const PARALLEL_FROM: usize = 2000;
+pub(crate) const PARALLEL_FROM: usize = 2000;
 
 /// Lists `root`'s files as [`Rules`] say, before `deadline`. A tree that had
 /// `expected` files or more at the last checkpoint has its directories read
 /// on every core (at most four), each thread keeping what it finds.
+/// `known` are the loose-object directories' listings the last walk made: a
+/// directory whose stat is what it was is not read again.
 pub fn list(
     root: &Path,
     rules: &Rules,
     expected: usize,
+    known: &DirListings,
     deadline: Instant,
 ) -> Result<Listing, CheckpointError> {
-    let extra = matcher(root, rules)?;
+    let started = std::time::SystemTime::now();
+    // The config's own patterns need a matcher; the default list does not.
+    let extra = if rules.ignore.is_empty() {
+        None
+    } else {
+        Some(matcher(root, rules)?)
+    };
     let exclude = rules.exclude.clone();
     let threads = if expected >= PARALLEL_FROM {
         std::thread::available_parallelism()
@@ -133,7 +146,9 @@ pub fn list(
         .ignore(false)
         .parents(true)
         .git_ignore(true)
-        .git_global(true)
+        // The global excludes file is found here: the crate's own lookup
+        // compiles a regular expression in every process.
+        .git_global(false)
         .git_exclude(true)
         .follow_links(false)
         .threads(threads)
@@ -141,9 +156,18 @@ pub fn list(
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             entry.depth() == 0
                 || (entry.file_name() != GIT_DIR
-                    && !extra.matched(entry.path(), is_dir).is_ignore()
+                    && !default_ignored(entry.file_name().as_bytes(), is_dir)
+                    && !extra
+                        .as_ref()
+                        .is_some_and(|m| m.matched(entry.path(), is_dir).is_ignore())
                     && !(is_dir && exclude.iter().any(|e| e == entry.path())))
         });
+    if let Some(excludes) = global_excludes().filter(|p| p.is_file()) {
+        // Lowest in precedence, as git has it; its patterns are matched from
+        // its own directory, so one anchored to a repository's root (rare in
+        // a global file) leaves that file kept.
+        let _ = builder.add_ignore(excludes);
+    }
     let late = std::sync::atomic::AtomicBool::new(false);
     let mut listing = Listing::default();
     if threads == 1 {
@@ -185,7 +209,13 @@ pub fn list(
     match std::fs::symlink_metadata(&git) {
         Ok(meta) if meta.is_dir() => {
             listing.git = true;
-            list_git(&git, b".git", &mut listing, rules, deadline)?;
+            let mut objects = Objects {
+                known,
+                started,
+                listed: DirListings::new(),
+            };
+            list_git(&git, b".git", &mut listing, rules, &mut objects, deadline)?;
+            listing.dirs = objects.listed;
             add_tracked(root, &git, &mut listing, rules);
         }
         // A worktree's or a submodule's `.git` file: kept as the file it is.
@@ -273,12 +303,23 @@ fn take(
     });
 }
 
-/// `.git`'s files, but for locks and temporary files git is still writing.
+/// The loose-object directories as the last walk left them, and as this one
+/// finds them.
+struct Objects<'a> {
+    known: &'a DirListings,
+    started: std::time::SystemTime,
+    listed: DirListings,
+}
+
+/// `.git`'s files, but for locks and temporary files git is still writing. A
+/// directory of loose objects whose stat has not moved since the last walk is
+/// taken from its listing then, unread.
 fn list_git(
     dir: &Path,
     prefix: &[u8],
     listing: &mut Listing,
     rules: &Rules,
+    objects: &mut Objects,
     deadline: Instant,
 ) -> Result<(), CheckpointError> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -292,10 +333,10 @@ fn list_git(
     if Instant::now() > deadline {
         return Err(CheckpointError::OutOfTime { done: 0, left: 0 });
     }
+    let in_objects = prefix.starts_with(b".git/objects");
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.as_bytes();
-        let in_objects = prefix.starts_with(b".git/objects");
         if name.ends_with(b".lock")
             || name == b"gc.pid"
             || name.starts_with(b"fsmonitor--daemon")
@@ -311,13 +352,58 @@ fn list_git(
         path.extend_from_slice(name);
         let Ok(meta) = entry.metadata() else { continue };
         if meta.is_dir() {
-            list_git(&entry.path(), &path, listing, rules, deadline)?;
+            let stat = Stat::of(&meta);
+            match objects.known.get(&path) {
+                Some(known) if is_fan_out(&path) && known.stat == stat => {
+                    for (file, file_stat) in &known.files {
+                        let mut inside = path.clone();
+                        inside.push(b'/');
+                        inside.extend_from_slice(file);
+                        listing.found.push(Found {
+                            path: inside,
+                            symlink: false,
+                            stat: *file_stat,
+                            immutable: true,
+                        });
+                    }
+                    if !stat.racy(objects.started) {
+                        objects.listed.insert(path, known.clone());
+                    }
+                }
+                _ => {
+                    list_git(&entry.path(), &path, listing, rules, objects, deadline)?;
+                    if is_fan_out(&path) && !stat.racy(objects.started) {
+                        let inside = listing
+                            .found
+                            .iter()
+                            .rev()
+                            .take_while(|f| {
+                                f.path.starts_with(&path) && f.path.get(path.len()) == Some(&b'/')
+                            })
+                            .map(|f| (f.path[path.len() + 1..].to_vec(), f.stat))
+                            .collect();
+                        objects.listed.insert(
+                            path,
+                            DirListing {
+                                stat,
+                                files: inside,
+                            },
+                        );
+                    }
+                }
+            }
         } else {
             let immutable = is_git_object(&path);
             take(listing, path, &meta, immutable, rules);
         }
     }
     Ok(())
+}
+
+/// `.git/objects/ab`: a directory of loose objects.
+fn is_fan_out(path: &[u8]) -> bool {
+    path.strip_prefix(b".git/objects/")
+        .is_some_and(|rest| rest.len() == 2 && rest.iter().all(u8::is_ascii_hexdigit))
 }
 
 /// A loose object (`objects/ab/cdef…`) or a pack's files (`objects/pack/pack-…`).
@@ -363,17 +449,64 @@ fn add_tracked(root: &Path, git: &Path, listing: &mut Listing, rules: &Rules) {
     }
 }
 
-/// The config's patterns and the default list, as one gitignore.
+/// git's global excludes file: `core.excludesFile` in the user's git config
+/// (`~/.gitconfig`, then `$XDG_CONFIG_HOME/git/config`), else
+/// `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`).
+fn global_excludes() -> Option<std::path::PathBuf> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|x| !x.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let configs = [
+        home.as_ref().map(|h| h.join(".gitconfig")),
+        xdg.as_ref().map(|x| x.join("git/config")),
+    ];
+    let configured = configs
+        .iter()
+        .flatten()
+        .filter_map(|file| sandrail_files::read_regular(file, 1 << 20).ok())
+        .find_map(|text| excludes_file_in(&String::from_utf8_lossy(&text)));
+    match configured {
+        Some(path) => match path.strip_prefix("~/") {
+            Some(rest) => home.map(|h| h.join(rest)),
+            None => Some(std::path::PathBuf::from(path)),
+        },
+        None => xdg.map(|x| x.join("git/ignore")),
+    }
+}
+
+/// The value of `excludesfile` in a git config's text (in any section, as
+/// the `ignore` crate reads it too).
+fn excludes_file_in(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        key.trim()
+            .eq_ignore_ascii_case("excludesfile")
+            .then(|| value.trim().trim_matches('"').trim().to_owned())
+            .filter(|v| !v.is_empty())
+    })
+}
+
+/// Whether an entry of this name is on [`DEFAULT_IGNORE`].
+fn default_ignored(name: &[u8], is_dir: bool) -> bool {
+    DEFAULT_IGNORE.iter().any(|pattern| {
+        let pattern = pattern.as_bytes();
+        match (pattern.strip_suffix(b"/"), pattern.strip_prefix(b"*")) {
+            (Some(dir), _) => is_dir && name == dir,
+            (None, Some(extension)) => name.ends_with(extension),
+            (None, None) => name == pattern,
+        }
+    })
+}
+
+/// The config's patterns, as one gitignore.
 pub(crate) fn matcher(
     root: &Path,
     rules: &Rules,
 ) -> Result<ignore::gitignore::Gitignore, CheckpointError> {
     let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
-    for pattern in DEFAULT_IGNORE
-        .iter()
-        .copied()
-        .chain(rules.ignore.iter().map(String::as_str))
-    {
+    for pattern in rules.ignore.iter().map(String::as_str) {
         builder
             .add_line(None, pattern)
             .map_err(|e| CheckpointError::Pattern(pattern.to_owned(), e.to_string()))?;
@@ -405,6 +538,55 @@ fn error_path(error: &ignore::Error, root: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default list is matched by name, as gitignore would match it.
+    #[test]
+    fn the_default_list_matches_as_gitignore_does() {
+        let mut builder = ignore::gitignore::GitignoreBuilder::new("/p");
+        for pattern in DEFAULT_IGNORE {
+            assert!(
+                pattern.ends_with('/')
+                    || (pattern.starts_with("*.") && !pattern[2..].contains(['*', '/', '?', '[']))
+                    || !pattern.contains(['*', '/', '?', '[', '!']),
+                "{pattern} is not of a form matched by name"
+            );
+            builder.add_line(None, pattern).expect("a pattern");
+        }
+        let gitignore = builder.build().expect("a matcher");
+        for (path, is_dir) in [
+            ("/p/node_modules", true),
+            ("/p/web/node_modules", true),
+            ("/p/node_modules", false),
+            ("/p/src/target", true),
+            ("/p/x.pyc", false),
+            ("/p/a/.DS_Store", false),
+            ("/p/.DS_Store", true),
+            ("/p/venv", true),
+            ("/p/venvs", true),
+            ("/p/src/main.rs", false),
+            ("/p/pyc", false),
+            ("/p/x.pyc", true),
+        ] {
+            let name = Path::new(path).file_name().expect("name").as_bytes();
+            assert_eq!(
+                default_ignored(name, is_dir),
+                gitignore.matched(path, is_dir).is_ignore(),
+                "{path} (dir: {is_dir})"
+            );
+        }
+    }
+
+    #[test]
+    fn the_global_excludes_file_is_read_from_gits_config() {
+        assert_eq!(
+            excludes_file_in(
+                "[user]\n\tname = a\n[core]\n\texcludesFile = \"~/.gitignore_global\"\n"
+            )
+            .as_deref(),
+            Some("~/.gitignore_global")
+        );
+        assert_eq!(excludes_file_in("[core]\n\tpager = less\n"), None);
+    }
 
     #[test]
     fn git_objects_are_known_by_their_names() {

@@ -123,14 +123,15 @@ pub fn evaluate(
     // The turn and the facts need no state: worked out before the session is held,
     // so that holding it costs only the guardrails' calls and the commit.
     let (facts, turn) = facts_and_turn(input, config, dirs);
-    // The project is kept beside the guardrails' judging, on a thread of its own.
+    // The project is kept before the call: a large one on a thread of its own
+    // beside the guardrails' judging.
     let checkpointing = may_checkpoint
         .then(|| checkpoint::due(input, config, dirs, &facts, deadline, &mut decision))
         .flatten()
         .map(|due| {
             (
                 checkpoint::Stakes::of(input, &facts, dirs),
-                std::thread::spawn(move || due.take()),
+                checkpoint::Taking::start(due),
             )
         });
     // Self-protection refuses what would change what sandrail depends on, but
@@ -160,8 +161,7 @@ pub fn evaluate(
         refuse_as_protection(&mut decision, &reason);
     }
     if let Some((stakes, taking)) = checkpointing {
-        let taken = taking.join().unwrap_or_else(|_| Err(checkpoint::faulted()));
-        checkpoint::report(taken, &mut decision, stakes, input.kind);
+        checkpoint::report(taking.finish(), &mut decision, stakes, input.kind);
     }
     (decision, unsaved)
 }

@@ -1,9 +1,10 @@
 //! Stage: checkpoint. Before a call that can change the project, and at a
 //! session's start, the project is kept in its checkpoint store
 //! (`sandrail_checkpoint`), so whatever the call destroys inside the project,
-//! however it was spelled, `sandrail undo` brings back. It runs on a thread of
-//! its own beside the guardrails and is finished before the event is answered;
-//! it needs no session lock (the store has its own).
+//! however it was spelled, `sandrail undo` brings back. For a large project it
+//! runs on a thread of its own beside the guardrails, for a small one after
+//! them, and either way is finished before the event is answered; it needs no
+//! session lock (the store has its own).
 //!
 //! A call that provably changes nothing (a tool that only reads, a command
 //! line whose every program only reads) is not checkpointed. A checkpoint
@@ -152,6 +153,32 @@ fn can_change_files(input: &HookInput, facts: &crate::facts::Facts) -> bool {
     }
 }
 
+/// A checkpoint under way: on a thread of its own beside the guardrails for a
+/// large project, or taken once they are done for a small one (where
+/// starting threads costs more than the walk).
+pub(super) enum Taking {
+    Later(Box<Due>),
+    Beside(std::thread::JoinHandle<Result<Record, CheckpointError>>),
+}
+
+impl Taking {
+    pub(super) fn start(due: Due) -> Taking {
+        if due.store.is_small() {
+            Taking::Later(Box::new(due))
+        } else {
+            Taking::Beside(std::thread::spawn(move || due.take()))
+        }
+    }
+
+    /// The checkpoint, once taken.
+    pub(super) fn finish(self) -> Result<Record, CheckpointError> {
+        match self {
+            Taking::Later(due) => due.take(),
+            Taking::Beside(thread) => thread.join().unwrap_or_else(|_| Err(faulted())),
+        }
+    }
+}
+
 impl Due {
     /// Takes it (on the checkpoint's own thread); at a session's start, also
     /// prunes the store when that is due.
@@ -216,7 +243,7 @@ impl Stakes {
 
 /// A checkpoint whose thread ended without an answer (a fault of sandrail's,
 /// its message above).
-pub(super) fn faulted() -> CheckpointError {
+fn faulted() -> CheckpointError {
     CheckpointError::store(
         std::path::Path::new("(checkpoint)"),
         std::io::Error::other("the checkpoint failed inside sandrail (its error is above)"),
