@@ -153,14 +153,17 @@ pub fn list(
         .follow_links(false)
         .threads(threads)
         .filter_entry(move |entry| {
+            if entry.depth() == 0 {
+                return true;
+            }
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            entry.depth() == 0
-                || (entry.file_name() != GIT_DIR
-                    && !default_ignored(entry.file_name().as_bytes(), is_dir)
-                    && !extra
-                        .as_ref()
-                        .is_some_and(|m| m.matched(entry.path(), is_dir).is_ignore())
-                    && !(is_dir && exclude.iter().any(|e| e == entry.path())))
+            let left_out = entry.file_name() == GIT_DIR
+                || default_ignored(entry.file_name().as_bytes(), is_dir)
+                || extra
+                    .as_ref()
+                    .is_some_and(|m| m.matched(entry.path(), is_dir).is_ignore())
+                || (is_dir && exclude.iter().any(|e| e == entry.path()));
+            !left_out
         });
     if let Some(excludes) = global_excludes().filter(|p| p.is_file()) {
         // Lowest in precedence, as git has it; its patterns are matched from
