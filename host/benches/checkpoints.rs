@@ -99,6 +99,7 @@ fn bench(root: &Path, files: usize, runs: usize) {
         read_only.push(env.hook(&reads).0);
     }
     let store_after = du(&env.state.join("checkpoints"));
+    let added = added_by_edits(&env.state);
     let floor = Stats::of(floor);
     println!(
         "-- a git repository of {files} files ({})",
@@ -126,13 +127,44 @@ fn bench(root: &Path, files: usize, runs: usize) {
     );
     row("/bin/true (the floor)", &floor, &floor);
     println!(
-        "store after the first checkpoint: {} (the repository: {}); {} checkpoints later: {} ({} a checkpoint)",
+        "store after the first checkpoint: {} on disk (the repository: {}); {} checkpoints later: {} (+{}); a checkpoint after one edit added {} of objects (median), besides its record",
         human(store_after_first),
         human(repository_bytes),
         runs * 2,
         human(store_after),
-        human(store_after.saturating_sub(store_before) / (runs as u64 * 2)),
+        human(store_after.saturating_sub(store_before)),
+        human(added),
     );
+}
+
+/// The median of what the checkpoints that added anything added to the
+/// store (`added_bytes` in their records): the checkpoints after one edit.
+fn added_by_edits(state: &Path) -> u64 {
+    let mut added: Vec<u64> = Vec::new();
+    for store in std::fs::read_dir(state.join("checkpoints"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for record in std::fs::read_dir(store.path().join("records"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let Ok(text) = std::fs::read_to_string(record.path()) else {
+                continue;
+            };
+            let Ok(record) = serde_json::from_str::<serde_json::Value>(&text) else {
+                continue;
+            };
+            let bytes = record["added_bytes"].as_u64().unwrap_or(0);
+            if bytes > 0 && record["occasion"] == "call" {
+                added.push(bytes);
+            }
+        }
+    }
+    added.sort_unstable();
+    added.get(added.len() / 2).copied().unwrap_or(0)
 }
 
 struct Env {

@@ -93,14 +93,16 @@ impl Objects {
         Ok(digest)
     }
 
-    /// Keeps `bytes`, whose digest the caller has already worked out.
-    pub fn put_hashed(&self, digest: &Digest, bytes: &[u8]) -> std::io::Result<()> {
+    /// Keeps `bytes`, whose digest the caller has already worked out; true
+    /// when they were not kept already.
+    pub fn put_hashed(&self, digest: &Digest, bytes: &[u8]) -> std::io::Result<bool> {
         if self.has(digest) {
-            return Ok(());
+            return Ok(false);
         }
         let mut tmp = self.temp()?;
         tmp.write_all(bytes)?;
-        self.settle(tmp, digest)
+        self.settle(tmp, digest)?;
+        Ok(true)
     }
 
     /// Keeps what `file` holds from its start: copied into the store first (by

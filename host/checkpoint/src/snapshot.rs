@@ -72,7 +72,9 @@ pub fn take(
             source,
         },
     )?;
-    let mut files = Flat::new();
+    // Gathered as a list and sorted once: inserting ten thousand paths into a
+    // map one by one costs more.
+    let mut files: Vec<(Vec<u8>, Blob)> = Vec::with_capacity(listing.found.len());
     let mut left_out = listing.left_out;
     if keep == Keep::Store {
         cache.set_dirs(listing.dirs);
@@ -84,10 +86,10 @@ pub fn take(
         }
         match cache.get(&found.path, &found.stat, found.immutable) {
             Some(digest) => {
-                files.insert(
+                files.push((
                     found.path.clone(),
                     blob_of(&found.stat, digest, found.stat.size),
-                );
+                ));
             }
             None => misses.push(found),
         }
@@ -106,7 +108,7 @@ pub fn take(
                 .map_err(|e| CheckpointError::store(objects.dir(), e))?,
             Keep::Measure => Digest::of(bytes),
         };
-        files.insert(
+        files.push((
             found.path.clone(),
             Blob {
                 kind: Kind::Symlink,
@@ -114,7 +116,7 @@ pub fn take(
                 size: bytes.len() as u64,
                 digest,
             },
-        );
+        ));
     }
     let cached = timer.elapsed();
     let hashed = hash_all(&dir, objects, &misses, keep, rules, deadline);
@@ -134,7 +136,7 @@ pub fn take(
                 if new {
                     added_bytes += size;
                 }
-                files.insert(found.path.clone(), blob_of(&stat, digest, size));
+                files.push((found.path.clone(), blob_of(&stat, digest, size)));
             }
             Hashed::Gone => {}
             Hashed::OverCap(size) => left_out.push(LeftOut {
@@ -166,6 +168,7 @@ pub fn take(
             left: unfinished,
         });
     }
+    let files: Flat = files.into_iter().collect();
     // The trees, worked out in memory; written only when the root is not the
     // last checkpoint's (most calls change nothing, and every tree under a
     // root kept is in the store).
@@ -178,9 +181,12 @@ pub fn take(
     if keep == Keep::Store {
         if cache.root() != Some(root_digest) {
             for (digest, bytes) in unwritten.drain() {
-                objects
+                let new = objects
                     .put_hashed(&digest, &bytes)
                     .map_err(|e| CheckpointError::store(objects.dir(), e))?;
+                if new {
+                    added_bytes += bytes.len() as u64;
+                }
             }
             cache.set_root(root_digest);
         }

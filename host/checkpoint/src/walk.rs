@@ -519,10 +519,15 @@ pub(crate) fn matcher(
         .map_err(|e| CheckpointError::Pattern(String::new(), e.to_string()))
 }
 
+/// `path` from `root`, as bytes: the walk's paths are `root` joined with
+/// names, so the prefix is cut as bytes (a component-wise comparison costs a
+/// walk of many files a millisecond or more).
 fn relative(path: &Path, root: &Path) -> Option<Vec<u8>> {
-    let rel = path.strip_prefix(root).ok()?;
-    let bytes = rel.as_os_str().as_bytes();
-    (!bytes.is_empty()).then(|| bytes.to_vec())
+    let root = root.as_os_str().as_bytes();
+    let root = root.strip_suffix(b"/").unwrap_or(root);
+    let rest = path.as_os_str().as_bytes().strip_prefix(root)?;
+    let rest = rest.strip_prefix(b"/")?;
+    (!rest.is_empty()).then(|| rest.to_vec())
 }
 
 /// The path a walk error names, from the root.
