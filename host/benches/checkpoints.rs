@@ -73,6 +73,11 @@ fn bench(root: &Path, files: usize, runs: usize) {
     let writes = payload(&project, "PreToolUse", Some("make build"));
     let reads = payload(&project, "PreToolUse", Some("git status"));
 
+    // git packs a new repository's objects in the background after its
+    // commit; a file written in the last 2 s is hashed again at each
+    // checkpoint (its stat cannot vouch for it yet). Measured as a project is
+    // between an agent's calls: settled.
+    std::thread::sleep(Duration::from_secs(3));
     let (first, ok) = env.hook(&start);
     assert!(ok, "sandrail hook failed at SessionStart");
     let store_after_first = du(&env.state.join("checkpoints"));

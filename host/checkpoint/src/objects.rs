@@ -105,21 +105,28 @@ impl Objects {
         Ok(true)
     }
 
-    /// Keeps what `file` holds from its start: copied into the store first (by
-    /// the kernel, which clones the blocks where the file system can), then
-    /// hashed from the copy, so what is kept is what its name says even while
-    /// the file is being written. Returns the digest and the bytes copied.
-    pub fn put_file(&self, file: &mut File) -> std::io::Result<(Digest, u64)> {
+    /// Keeps what `file` holds from its start: hashed where it is, and if the
+    /// store has no such object, copied in (by the kernel, which clones the
+    /// blocks where the file system can) and hashed again from the copy, so
+    /// what is kept is what its name says even if the file was being written
+    /// meanwhile. Returns the digest, the bytes, and whether they are new.
+    pub fn put_file(&self, file: &mut File) -> std::io::Result<(Digest, u64, bool)> {
+        file.rewind()?;
+        let seen = hash_reader(file)?;
+        if self.has(&seen) {
+            let size = file.stream_position()?;
+            return Ok((seen, size, false));
+        }
         let mut tmp = self.temp()?;
         file.rewind()?;
         let size = std::io::copy(file, tmp.as_file_mut())?;
         let mut copy = tmp.reopen()?;
         let digest = hash_reader(&mut copy)?;
         if self.has(&digest) {
-            return Ok((digest, size));
+            return Ok((digest, size, false));
         }
         self.settle(tmp, &digest)?;
-        Ok((digest, size))
+        Ok((digest, size, true))
     }
 
     /// An object's bytes, checked against its name; at most `max` bytes.
@@ -289,8 +296,11 @@ mod tests {
         let source = dir.path().join("f");
         std::fs::write(&source, b"bytes of a file").expect("write");
         let mut file = File::open(&source).expect("open");
-        let (digest, size) = objects.put_file(&mut file).expect("put");
+        let (digest, size, new) = objects.put_file(&mut file).expect("put");
         assert_eq!(size, 15);
+        assert!(new);
+        let (again, _, new) = objects.put_file(&mut file).expect("put");
+        assert_eq!((again, new), (digest, false), "kept once");
         assert_eq!(digest, Digest::of(b"bytes of a file"));
         assert_eq!(
             Digest::from_hex(&digest.to_hex()),

@@ -131,7 +131,7 @@ pub fn take(
                 new,
             } => {
                 if keep == Keep::Store {
-                    cache.put(&found.path, stat, digest, started);
+                    cache.put(&found.path, stat, digest, found.immutable, started);
                 }
                 if new {
                     added_bytes += size;
@@ -204,14 +204,21 @@ pub fn take(
         let _ = cache.save();
     }
     if sandrail_event::debug_logging() {
+        let shown: Vec<String> = misses
+            .iter()
+            .take(5)
+            .map(|f| String::from_utf8_lossy(&f.path).into_owned())
+            .collect();
         eprintln!(
-            "sandrail: checkpoint of {}: {} files listed in {:?}, {} hashed by {:?}, trees sealed by {:?}, the stat cache saved by {:?}",
+            "sandrail: checkpoint of {}: {} files listed in {:?}, {} hashed ({}) by {:?}, trees sealed by {:?} ({} bytes added), the stat cache saved by {:?}",
             root.display(),
             listing.found.len(),
             listed,
             misses.len(),
+            shown.join(", "),
             cached,
             sealed,
+            added_bytes,
             timer.elapsed()
         );
     }
@@ -344,7 +351,7 @@ fn hash_one(
             }
         }
         Keep::Store => match objects.put_file(&mut file) {
-            Ok((digest, size)) => Ok((digest, size, true)),
+            Ok(kept) => Ok(kept),
             Err(e) => return Hashed::StoreFailed(e),
         },
     };

@@ -126,9 +126,18 @@ impl StatCache {
     }
 
     /// Remembers that `path`, with `stat`, holds `digest` (kept in the store),
-    /// unless it changed too close to `started` to be sure.
-    pub fn put(&mut self, path: &[u8], stat: Stat, digest: Digest, started: SystemTime) {
-        if stat.racy(started) {
+    /// unless it changed too close to `started` to be sure — which an
+    /// `immutable` file (one of git's objects or packs, whose name is its
+    /// contents and which git renames into place whole) never is.
+    pub fn put(
+        &mut self,
+        path: &[u8],
+        stat: Stat,
+        digest: Digest,
+        immutable: bool,
+        started: SystemTime,
+    ) {
+        if !immutable && stat.racy(started) {
             if self.entries.remove(path).is_some() {
                 self.changed = true;
             }
@@ -340,7 +349,7 @@ mod tests {
         let started = SystemTime::now();
         let old = 1_000_000_000;
         let mut cache = StatCache::load(&path);
-        cache.put(b"a", stat(old), Digest::of(b"abc"), started);
+        cache.put(b"a", stat(old), Digest::of(b"abc"), false, started);
         cache.save().expect("save");
         let cache = StatCache::load(&path);
         assert_eq!(cache.get(b"a", &stat(old), false), Some(Digest::of(b"abc")));
@@ -367,7 +376,7 @@ mod tests {
             },
         );
         cache.set_dirs(dirs.clone());
-        cache.put(b"a", stat(1), Digest::of(b"a"), SystemTime::now());
+        cache.put(b"a", stat(1), Digest::of(b"a"), false, SystemTime::now());
         cache.save().expect("save");
         let cache = StatCache::load(&path);
         assert_eq!(cache.dirs(), &dirs);
@@ -381,7 +390,12 @@ mod tests {
         let now_ns = i64::try_from(started.duration_since(UNIX_EPOCH).expect("time").as_nanos())
             .expect("fits");
         let mut cache = StatCache::load(&dir.path().join("cache"));
-        cache.put(b"a", stat(now_ns), Digest::of(b"abc"), started);
+        cache.put(b"a", stat(now_ns), Digest::of(b"abc"), false, started);
+        cache.put(b"pack", stat(now_ns), Digest::of(b"p"), true, started);
+        assert_eq!(
+            cache.get(b"pack", &stat(now_ns), true),
+            Some(Digest::of(b"p"))
+        );
         assert_eq!(cache.get(b"a", &stat(now_ns), false), None);
     }
 
