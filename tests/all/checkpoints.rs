@@ -724,3 +724,76 @@ fn the_home_directory_is_not_checkpointed_and_a_state_directory_inside_the_proje
     assert_eq!(records[0]["files"], 1, "{}", records[0]);
     assert_eq!(records[1]["differs"], 0, "{}", records[1]);
 }
+
+/// Lines whose programs only look like readers — each writes or runs a
+/// program by an option its documentation gives it — take a checkpoint.
+#[test]
+fn lines_that_only_look_as_if_they_read_are_checkpointed() {
+    let project = Project::new();
+    repository(&project);
+    let mut expected = 0;
+    for line in [
+        "rg --pre rm .",
+        "uniq /dev/null notes.md",
+        "sort --outp=notes.md lib.rs",
+        "git grep --open=vi pub",
+        "git config user.name list",
+        "printf -v 'a[$(rm notes.md)]' x",
+        "x='a[$(rm notes.md)]'; echo $((x))",
+        "/usr/bin/../../tmp/cat notes.md",
+    ] {
+        let judged = project.hook(&bash_here(&project, "s1", line));
+        assert!(judged.ok(), "{line}: {}", judged.stderr());
+        expected += 1;
+        assert_eq!(
+            records(&project).len(),
+            expected,
+            "no checkpoint before `{line}`"
+        );
+    }
+    // What does only read takes none.
+    project.hook(&bash_here(
+        &project,
+        "s1",
+        "rg -n committed lib.rs | head -3",
+    ));
+    assert_eq!(records(&project).len(), expected);
+}
+
+/// A FIFO where an ignore file would be neither wedges the hook nor keeps a
+/// person's `undo` waiting; the checkpoint keeps everything and says why.
+#[test]
+fn an_ignore_file_that_is_a_fifo_wedges_nothing() {
+    let project = Project::new();
+    repository(&project);
+    let dir = project.dir();
+    std::fs::create_dir_all(dir.join("vendor/lib")).expect("dir");
+    std::fs::write(dir.join("vendor/lib/code.c"), "int kept;").expect("write");
+    let made = Command::new("mkfifo")
+        .arg(dir.join("vendor/lib/.gitignore"))
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("mkfifo is not available: skipped");
+        return;
+    }
+    let judged = project.hook_within(
+        &bash_here(&project, "s1", "make"),
+        std::time::Duration::from_secs(20),
+    );
+    assert!(judged.ok(), "{}", judged.stderr());
+    assert!(
+        judged
+            .stderr()
+            .contains("vendor/lib/.gitignore is not a regular file"),
+        "{}",
+        judged.stderr()
+    );
+    std::fs::remove_dir_all(dir.join("vendor")).ok();
+    let dry = project.run(&["undo", "--dry-run"]);
+    assert!(
+        dry.stdout().contains("vendor/lib/code.c"),
+        "{}{}",
+        dry.stdout(),
+        dry.stderr()
+    );
+}

@@ -214,6 +214,7 @@ impl Store {
             git: snapshot.git,
             took_ms: 0,
             left_out: snapshot.left_out.clone(),
+            warnings: snapshot.warnings.clone(),
         }
     }
 
@@ -351,16 +352,20 @@ impl Store {
             &objects,
             &target,
             record.git,
+            &record.left_out,
             now.files(),
         ))
     }
 
     /// Restores the project to `record`, after a checkpoint of the project as
     /// it is (`before`, occasion [`Occasion::Undo`]), so the undo can itself be
-    /// undone. Returns that checkpoint and what was restored.
+    /// undone. Returns that checkpoint and what was restored. `confirmed` is
+    /// the plan the person saw: if the project changed since so that the undo
+    /// would now write or remove anything else, nothing is changed.
     pub fn undo(
         &self,
         record: &Record,
+        confirmed: Option<&Restored>,
         before: &Call,
         rules: &Rules,
         deadline: Instant,
@@ -375,7 +380,17 @@ impl Store {
         let target = trees
             .flat(&root_of(record)?)
             .map_err(CheckpointError::Object)?;
-        let plan = restore::Plan::new(&objects, &target, record.git, &now);
+        let plan = restore::Plan::new(&objects, &target, record.git, &record.left_out, &now);
+        // The plan the person confirmed, or none at all: the project may have
+        // changed while they read it (a directory swapped for a symlink).
+        if let Some(confirmed) = confirmed {
+            let planned = plan.preview();
+            if planned.written != confirmed.written || planned.removed != confirmed.removed {
+                return Err(CheckpointError::Moved {
+                    kept: taken.id.clone(),
+                });
+            }
+        }
         let restored = plan
             .apply(&self.project, &objects)
             .map_err(CheckpointError::Restore)?;
@@ -574,7 +589,7 @@ pub enum CheckpointError {
     #[error(transparent)]
     Lock(lock::LockError),
     #[error(
-        "the checkpoint could not be finished before the deadline ({done} changed files kept for the next one, {left} left)"
+        "the checkpoint could not be finished before the deadline ({done} changed files hashed, which the next one need not hash again; {left} left)"
     )]
     OutOfTime { done: usize, left: usize },
     #[error("[checkpoints] ignore has a pattern that is not gitignore syntax ({0}): {1}")]
@@ -599,6 +614,10 @@ pub enum CheckpointError {
     Ambiguous { id: String, matches: Vec<String> },
     #[error("the checkpoint record {id} names no tree; it is damaged")]
     Damaged { id: String },
+    #[error(
+        "the project changed while the undo was being confirmed, so it would now write or remove other files than those shown; nothing was changed (the project as it is now is checkpoint {kept}). Run `sandrail undo` again to see the new plan"
+    )]
+    Moved { kept: String },
 }
 
 impl CheckpointError {
@@ -672,7 +691,9 @@ mod tests {
             occasion: Occasion::Undo,
             ..call("s1")
         };
-        let (undone, restored) = store.undo(&first, &before, &rules, later()).expect("undo");
+        let (undone, restored) = store
+            .undo(&first, None, &before, &rules, later())
+            .expect("undo");
         assert_eq!(restored.removed, vec!["new.txt".to_owned()]);
         assert_eq!(
             std::fs::read_to_string(project.join("src/lib.rs")).expect("read"),
@@ -693,7 +714,7 @@ mod tests {
             undone.id
         );
         store
-            .undo(&undone, &before, &rules, later())
+            .undo(&undone, None, &before, &rules, later())
             .expect("undo the undo");
         assert_eq!(
             std::fs::read_to_string(project.join("new.txt")).expect("read"),
@@ -721,7 +742,7 @@ mod tests {
             ..call("s1")
         };
         let (_, restored) = store
-            .undo(&first, &before, &Rules::default(), later())
+            .undo(&first, None, &before, &Rules::default(), later())
             .expect("undo");
         assert!(!outside.join("a.txt").exists(), "{restored:?}");
         assert_eq!(
@@ -729,6 +750,224 @@ mod tests {
             "a",
             "{restored:?}"
         );
+    }
+
+    /// A symlink the ignore rules hide, put where a directory was, leading to
+    /// ignored files elsewhere in the project: the undo writes nothing through
+    /// it, and says what it left.
+    #[test]
+    fn an_undo_writes_nothing_through_a_symlink_within_the_project() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join("x")).expect("dir");
+        std::fs::create_dir_all(project.join("data")).expect("dir");
+        std::fs::write(project.join("x/secret.env"), "tiny").expect("write");
+        std::fs::write(project.join("data/secret.env"), "the person's secret").expect("write");
+        let rules = Rules {
+            ignore: vec!["data/".into(), "x".into(), "!x/".into()],
+            ..Rules::default()
+        };
+        let store = Store::of(&dir.path().join("state"), &project);
+        let first = store.take(&call("s1"), &rules, later()).expect("take");
+        std::fs::remove_dir_all(project.join("x")).expect("rm");
+        std::os::unix::fs::symlink("data", project.join("x")).expect("link");
+        let before = Call {
+            occasion: Occasion::Undo,
+            ..call("s1")
+        };
+        let (_, restored) = store
+            .undo(&first, None, &before, &rules, later())
+            .expect("undo");
+        assert_eq!(
+            std::fs::read_to_string(project.join("data/secret.env")).expect("read"),
+            "the person's secret",
+            "{restored:?}"
+        );
+        assert!(
+            restored
+                .left
+                .iter()
+                .any(|(path, why)| path == "x/secret.env" && why.contains("symlink")),
+            "{restored:?}"
+        );
+    }
+
+    /// What the checkpoint did not keep (over the cap) is never removed by
+    /// an undo to it, though the project holds it now.
+    #[test]
+    fn an_undo_removes_nothing_its_checkpoint_left_out() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).expect("dir");
+        std::fs::write(project.join("big.bin"), "twenty bytes of data").expect("write");
+        let rules = Rules {
+            max_file_bytes: 10,
+            ..Rules::default()
+        };
+        let store = Store::of(&dir.path().join("state"), &project);
+        let first = store.take(&call("s1"), &rules, later()).expect("take");
+        assert_eq!(first.left_out.len(), 1);
+        std::fs::write(project.join("big.bin"), "small").expect("write");
+        let now = store.now(&rules, later()).expect("now");
+        let plan = store.plan(&first, &now).expect("plan").preview();
+        assert!(plan.removed.is_empty(), "{plan:?}");
+        assert!(plan.left.iter().any(|(p, _)| p == "big.bin"), "{plan:?}");
+    }
+
+    /// The plan the person confirmed, or nothing: a project that changed
+    /// meanwhile so that the undo would do otherwise is left as it is.
+    #[test]
+    fn an_undo_that_would_do_other_than_what_was_confirmed_does_nothing() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).expect("dir");
+        std::fs::write(project.join("a.txt"), "a").expect("write");
+        let rules = Rules::default();
+        let store = Store::of(&dir.path().join("state"), &project);
+        let first = store.take(&call("s1"), &rules, later()).expect("take");
+        std::fs::remove_file(project.join("a.txt")).expect("rm");
+        let now = store.now(&rules, later()).expect("now");
+        let confirmed = store.plan(&first, &now).expect("plan").preview();
+        // Meanwhile a file appears that the undo would remove.
+        std::fs::write(project.join("b.txt"), "b").expect("write");
+        let before = Call {
+            occasion: Occasion::Undo,
+            ..call("s1")
+        };
+        let moved = store.undo(&first, Some(&confirmed), &before, &rules, later());
+        assert!(
+            matches!(moved, Err(CheckpointError::Moved { .. })),
+            "{moved:?}"
+        );
+        assert!(!project.join("a.txt").exists() && project.join("b.txt").exists());
+    }
+
+    /// A repository git would recognise, made by hand.
+    fn repository_at(dir: &Path) {
+        std::fs::create_dir_all(dir.join(".git/objects")).expect("dir");
+        std::fs::write(dir.join(".git/HEAD"), "ref: refs/heads/main\n").expect("write");
+    }
+
+    fn kept_paths(record: &Record, store: &Store) -> Vec<String> {
+        let objects = store.objects();
+        let trees = Trees::new(&objects);
+        trees
+            .flat(&root_of(record).expect("root"))
+            .expect("flat")
+            .keys()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .filter(|p| !p.starts_with(".git/"))
+            .collect()
+    }
+
+    /// An ignore file that is a FIFO (which would wedge the walk) or a
+    /// symlink (which git does not follow): git's rules are set aside, the
+    /// checkpoint keeps everything, promptly, and says so.
+    #[test]
+    fn an_ignore_file_that_is_not_a_regular_file_neither_wedges_nor_empties_a_checkpoint() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = dir.path().join("project");
+        repository_at(&project);
+        std::fs::create_dir_all(project.join("vendor/lib")).expect("dir");
+        std::fs::write(project.join("vendor/lib/code.c"), "int x;").expect("write");
+        std::fs::write(project.join("work.txt"), "work").expect("write");
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(project.join("vendor/lib/.gitignore"))
+            .status();
+        if !fifo.is_ok_and(|s| s.success()) {
+            eprintln!("mkfifo is not available: skipped");
+            return;
+        }
+        let store = Store::of(&dir.path().join("state"), &project);
+        let started = Instant::now();
+        let taken = store
+            .take(
+                &call("s1"),
+                &Rules::default(),
+                Instant::now() + Duration::from_secs(5),
+            )
+            .expect("take");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "the walk waited on the FIFO"
+        );
+        assert!(kept_paths(&taken, &store).contains(&"vendor/lib/code.c".to_owned()));
+        assert!(
+            taken
+                .warnings
+                .iter()
+                .any(|w| w.contains("vendor/lib/.gitignore")),
+            "{taken:?}"
+        );
+
+        // A symlinked `.gitignore` holding `*`.
+        std::fs::remove_file(project.join("vendor/lib/.gitignore")).expect("rm");
+        std::fs::write(project.join("rules"), "*\n").expect("write");
+        std::os::unix::fs::symlink("rules", project.join(".gitignore")).expect("link");
+        let taken = store
+            .take(&call("s1"), &Rules::default(), later())
+            .expect("take");
+        assert!(
+            kept_paths(&taken, &store).contains(&"work.txt".to_owned()),
+            "{taken:?}"
+        );
+        assert!(
+            taken.warnings.iter().any(|w| w.contains(".gitignore")),
+            "{taken:?}"
+        );
+    }
+
+    /// An empty `.git` is no repository: a `.gitignore` beside it is not
+    /// git's, and leaves out nothing.
+    #[test]
+    fn a_gitignore_beside_an_empty_dot_git_leaves_nothing_out() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join(".git")).expect("dir");
+        std::fs::write(project.join(".gitignore"), "*\n").expect("write");
+        std::fs::write(project.join("work.txt"), "work").expect("write");
+        let store = Store::of(&dir.path().join("state"), &project);
+        let taken = store
+            .take(&call("s1"), &Rules::default(), later())
+            .expect("take");
+        assert!(
+            kept_paths(&taken, &store).contains(&"work.txt".to_owned()),
+            "{taken:?}"
+        );
+        // A real repository's `.gitignore` does leave out what it names.
+        repository_at(&project);
+        let taken = store
+            .take(&call("s1"), &Rules::default(), later())
+            .expect("take");
+        assert!(
+            !kept_paths(&taken, &store).contains(&"work.txt".to_owned()),
+            "{taken:?}"
+        );
+    }
+
+    /// A file whose modification time is set into the future is cached like
+    /// any other: it cannot make every checkpoint hash it again.
+    #[test]
+    fn a_modification_time_in_the_future_does_not_keep_a_file_from_the_cache() {
+        let dir = tempfile::tempdir().expect("dir");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).expect("dir");
+        let file = project.join("future.txt");
+        std::fs::write(&file, "from the future").expect("write");
+        let future = std::time::SystemTime::now() + Duration::from_secs(10 * 365 * 86_400);
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .and_then(|f| f.set_modified(future))
+            .expect("set the time");
+        // Its change time is now: past the racy window once 2 s have gone.
+        std::thread::sleep(Duration::from_millis(2100));
+        let store = Store::of(&dir.path().join("state"), &project);
+        store
+            .take(&call("s1"), &Rules::default(), later())
+            .expect("take");
+        let cache = StatCache::load(&store.dir().join("stat-cache"));
+        assert_eq!(cache.len(), 1, "the file was not cached");
     }
 
     #[test]

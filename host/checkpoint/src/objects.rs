@@ -110,9 +110,15 @@ impl Objects {
     /// blocks where the file system can) and hashed again from the copy, so
     /// what is kept is what its name says even if the file was being written
     /// meanwhile. Returns the digest, the bytes, and whether they are new.
-    pub fn put_file(&self, file: &mut File) -> std::io::Result<(Digest, u64, bool)> {
+    /// Past `deadline` it stops hashing (`TimedOut`): a file made huge cannot
+    /// hold the hook.
+    pub fn put_file(
+        &self,
+        file: &mut File,
+        deadline: std::time::Instant,
+    ) -> std::io::Result<(Digest, u64, bool)> {
         file.rewind()?;
-        let seen = hash_reader(file)?;
+        let seen = hash_until(file, deadline)?;
         if self.has(&seen) {
             let size = file.stream_position()?;
             return Ok((seen, size, false));
@@ -237,14 +243,35 @@ impl Objects {
 
 /// The sha256 of everything `reader` yields.
 pub fn hash_reader(reader: &mut impl Read) -> std::io::Result<Digest> {
+    hash_within(reader, None)
+}
+
+/// The sha256 of everything `reader` yields, or `TimedOut` once `deadline`
+/// has passed (checked every 16 MiB).
+pub fn hash_until(reader: &mut impl Read, deadline: std::time::Instant) -> std::io::Result<Digest> {
+    hash_within(reader, Some(deadline))
+}
+
+fn hash_within(
+    reader: &mut impl Read,
+    deadline: Option<std::time::Instant>,
+) -> std::io::Result<Digest> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; CHUNK];
+    let mut chunks = 0u32;
     loop {
         let n = reader.read(&mut buf)?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
+        chunks = chunks.wrapping_add(1);
+        if chunks.is_multiple_of(256) && deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the deadline passed while hashing",
+            ));
+        }
     }
     Ok(Digest(hasher.finalize().into()))
 }
@@ -296,10 +323,11 @@ mod tests {
         let source = dir.path().join("f");
         std::fs::write(&source, b"bytes of a file").expect("write");
         let mut file = File::open(&source).expect("open");
-        let (digest, size, new) = objects.put_file(&mut file).expect("put");
+        let later = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let (digest, size, new) = objects.put_file(&mut file, later).expect("put");
         assert_eq!(size, 15);
         assert!(new);
-        let (again, _, new) = objects.put_file(&mut file).expect("put");
+        let (again, _, new) = objects.put_file(&mut file, later).expect("put");
         assert_eq!((again, new), (digest, false), "kept once");
         assert_eq!(digest, Digest::of(b"bytes of a file"));
         assert_eq!(

@@ -62,6 +62,10 @@ pub struct Record {
     pub took_ms: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOut>,
+    /// What the person should hear of how it was taken (git's ignore rules
+    /// set aside).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The records of one store.

@@ -5,11 +5,13 @@
 //! restored is never removed, nor is anything not kept (over the cap), nor
 //! any of git's objects (extra objects cost git nothing).
 //!
-//! Every write and removal goes through a handle on the project's root that
-//! refuses a path leading out of it, so a symlink the agent put where a
-//! directory was cannot make an undo write elsewhere; a file is written to a
-//! temporary file beside it and renamed over it, checked against its digest
-//! first.
+//! Every write and removal goes through directory handles opened one
+//! component at a time beneath the project's root without following a
+//! symlink, so a symlink the agent put where a directory was — leading out of
+//! the project, or to another place in it — cannot make an undo write or
+//! remove anywhere but where the path says; a file is written to a temporary
+//! file beside it and renamed over it, checked against its digest as it is
+//! copied.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
@@ -44,7 +46,16 @@ impl Plan {
     /// The changes from `now` (the checkpoint of the project as it is, which
     /// holds everything a removal takes) to `target`. `target_has_git`: the
     /// checkpoint held a repository; if it did not, `.git` is left as it is.
-    pub fn new(objects: &Objects, target: &Flat, target_has_git: bool, now: &Flat) -> Plan {
+    /// What the target left out (over the cap, unreadable) is never removed:
+    /// it was there, the checkpoint just did not keep it.
+    pub fn new(
+        objects: &Objects,
+        target: &Flat,
+        target_has_git: bool,
+        target_left_out: &[crate::LeftOut],
+        now: &Flat,
+    ) -> Plan {
+        let not_kept: BTreeSet<&[u8]> = target_left_out.iter().map(|l| l.path.as_bytes()).collect();
         let in_git = |path: &[u8]| path == b".git" || path.starts_with(b".git/");
         let mut left = Vec::new();
         if !target_has_git && now.keys().any(|p| in_git(p)) {
@@ -66,6 +77,13 @@ impl Plan {
                 continue;
             }
             if path.starts_with(b".git/objects/") {
+                continue;
+            }
+            if not_kept.contains(path.as_slice()) {
+                left.push((
+                    shown(path),
+                    "the checkpoint did not keep it (over the cap, or unreadable), so left as it is".to_owned(),
+                ));
                 continue;
             }
             // Ignore rules say nothing of what is inside `.git`.
@@ -113,14 +131,12 @@ impl Plan {
         };
         let mut emptied: BTreeSet<Vec<u8>> = BTreeSet::new();
         for path in &self.removals {
-            match dir.remove_file(as_path(path)) {
+            let removed = holding(&dir, as_path(path), false)
+                .and_then(|(parent, name)| parent.remove_file(name));
+            match removed {
                 Ok(()) => {
                     done.removed.push(shown(path));
-                    let mut parent = path.as_slice();
-                    while let Some(slash) = parent.iter().rposition(|b| *b == b'/') {
-                        parent = &parent[..slash];
-                        emptied.insert(parent.to_vec());
-                    }
+                    emptied.extend(ancestors(path).map(<[u8]>::to_vec));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => done
@@ -131,8 +147,10 @@ impl Plan {
         // Deepest first; one still holding something (an ignored file) stays.
         let needed: BTreeSet<&[u8]> = self.writes.keys().flat_map(|p| ancestors(p)).collect();
         for path in emptied.iter().rev() {
-            if !needed.contains(path.as_slice()) {
-                let _ = dir.remove_dir(as_path(path));
+            if !needed.contains(path.as_slice())
+                && let Ok((parent, name)) = holding(&dir, as_path(path), false)
+            {
+                let _ = parent.remove_dir(name);
             }
         }
         for (path, blob) in &self.writes {
@@ -159,23 +177,57 @@ impl From<std::io::Error> for WriteError {
     }
 }
 
+/// The directory holding `path`, opened beneath the root one component at a
+/// time without following a symlink — not even one leading elsewhere in the
+/// project, where an ignored file or one never kept could be written over —
+/// and `path`'s last name. `create` makes the directories that are missing.
+fn holding<'p>(
+    root: &cap_std::fs::Dir,
+    path: &'p Path,
+    create: bool,
+) -> std::io::Result<(cap_std::fs::Dir, &'p OsStr)> {
+    use cap_fs_ext::DirExt;
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("a path with no name"))?;
+    let mut dir = root.try_clone()?;
+    for part in path.parent().into_iter().flat_map(Path::components) {
+        let std::path::Component::Normal(part) = part else {
+            return Err(std::io::Error::other("a path that is not plain names"));
+        };
+        dir = match dir.open_dir_nofollow(part) {
+            Ok(next) => next,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+                dir.create_dir(part)?;
+                dir.open_dir_nofollow(part)?
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{} is not a directory to write into (a symlink or a file is there: {e})",
+                        String::from_utf8_lossy(part.as_bytes())
+                    ),
+                ));
+            }
+        };
+    }
+    Ok((dir, name))
+}
+
 fn write_one(
-    dir: &cap_std::fs::Dir,
+    root: &cap_std::fs::Dir,
     objects: &Objects,
     path: &[u8],
     blob: &Blob,
 ) -> Result<(), WriteError> {
-    let target = as_path(path);
-    let parent = target.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(parent) = parent {
-        make_dirs(dir, parent)?;
-    }
-    // Whatever is in the way (a directory the checkpoint did not have is
-    // emptied of what the undo removed already).
-    if let Ok(meta) = dir.symlink_metadata(target)
+    let (dir, name) = holding(root, as_path(path), true)?;
+    // A directory in the way (one the checkpoint did not have, emptied of
+    // what the undo removed already) goes; one still holding something stays.
+    if let Ok(meta) = dir.symlink_metadata(name)
         && meta.is_dir()
     {
-        dir.remove_dir(target)?;
+        dir.remove_dir(name)?;
     }
     match blob.kind {
         Kind::Symlink => {
@@ -183,11 +235,11 @@ fn write_one(
             objects
                 .copy_to(&blob.digest, &mut bytes)
                 .map_err(WriteError::Object)?;
-            let _ = dir.remove_file(target);
-            dir.symlink(OsStr::from_bytes(&bytes), target)?;
+            let _ = dir.remove_file(name);
+            dir.symlink(OsStr::from_bytes(&bytes), name)?;
         }
         Kind::File | Kind::Dir => {
-            let temp = temp_name(target);
+            let temp = temp_name();
             let mut file = dir.create(&temp)?.into_std();
             let written = objects.copy_to(&blob.digest, &mut file);
             let finished = written.map_err(WriteError::Object).and_then(|_| {
@@ -200,7 +252,7 @@ fn write_one(
                 return Err(e);
             }
             drop(file);
-            if let Err(e) = dir.rename(&temp, dir, target) {
+            if let Err(e) = dir.rename(&temp, &dir, name) {
                 let _ = dir.remove_file(&temp);
                 return Err(e.into());
             }
@@ -209,20 +261,11 @@ fn write_one(
     Ok(())
 }
 
-/// Creates `path` and its parents beneath the root; a file or symlink in the
-/// way is an error (the undo removed what it could remove safely).
-fn make_dirs(dir: &cap_std::fs::Dir, path: &Path) -> std::io::Result<()> {
-    dir.create_dir_all(path)
-}
-
-fn temp_name(target: &Path) -> PathBuf {
+/// A name for a file being written, in the directory it goes to.
+fn temp_name() -> PathBuf {
     let mut random = [0u8; 6];
     let _ = getrandom::fill(&mut random);
-    let name = format!(".sandrail-undo-{}", sandrail_event::hex(&random));
-    match target.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.join(name),
-        _ => PathBuf::from(name),
-    }
+    PathBuf::from(format!(".sandrail-undo-{}", sandrail_event::hex(&random)))
 }
 
 fn as_path(path: &[u8]) -> &Path {

@@ -18,7 +18,7 @@ use cap_fs_ext::{
     FollowSymlinks, OpenOptionsFollowExt, OpenOptionsMaybeDirExt, OpenOptionsSyncExt,
 };
 
-use crate::objects::{Digest, Objects, hash_reader};
+use crate::objects::{Digest, Objects, hash_until};
 use crate::stat_cache::{Stat, StatCache};
 use crate::tree::{self, Blob, Flat, Kind};
 use crate::walk::{self, Found, LeftOut, LeftOutWhy};
@@ -50,6 +50,8 @@ pub struct Snapshot {
     pub git: bool,
     /// Bytes this snapshot added to the store.
     pub added_bytes: u64,
+    /// What the person should hear of how it was taken.
+    pub warnings: Vec<String>,
 }
 
 /// Takes a snapshot of `root` into `objects`, with `cache` vouching for what
@@ -76,6 +78,7 @@ pub fn take(
     // map one by one costs more.
     let mut files: Vec<(Vec<u8>, Blob)> = Vec::with_capacity(listing.found.len());
     let mut left_out = listing.left_out;
+    let warnings = listing.warnings;
     if keep == Keep::Store {
         cache.set_dirs(listing.dirs);
     }
@@ -230,6 +233,7 @@ pub fn take(
         unwritten,
         git: listing.git,
         added_bytes,
+        warnings,
     })
 }
 
@@ -328,14 +332,11 @@ fn hash_one(
         return Hashed::Gone;
     }
     let stat = Stat::of(&meta);
-    if !found.immutable
-        && !found.path.starts_with(b".git/objects/")
-        && stat.size > rules.max_file_bytes
-    {
+    if walk::over_cap(&found.path, stat.size, rules) {
         return Hashed::OverCap(stat.size);
     }
     let result = match keep {
-        Keep::Measure => hash_reader(&mut file).map(|digest| (digest, stat.size, false)),
+        Keep::Measure => hash_until(&mut file, deadline).map(|digest| (digest, stat.size, false)),
         Keep::Store if stat.size <= IN_MEMORY => {
             let mut bytes = Vec::with_capacity(stat.size as usize);
             match std::io::Read::read_to_end(&mut file, &mut bytes) {
@@ -350,8 +351,9 @@ fn hash_one(
                 Err(e) => Err(e),
             }
         }
-        Keep::Store => match objects.put_file(&mut file) {
+        Keep::Store => match objects.put_file(&mut file, deadline) {
             Ok(kept) => Ok(kept),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Hashed::OutOfTime,
             Err(e) => return Hashed::StoreFailed(e),
         },
     };

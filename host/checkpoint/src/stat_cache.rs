@@ -54,12 +54,16 @@ impl Stat {
     }
 
     /// Changed too close to `started` for its stat to vouch for its bytes.
+    /// Judged by the change time, which every write sets to the kernel's
+    /// clock and no one but root can set otherwise: a modification time set
+    /// into the future (`touch -d 2035-…`) cannot keep a file from ever being
+    /// cached.
     pub fn racy(&self, started: SystemTime) -> bool {
         let limit = started
             .checked_sub(RACY)
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        self.mtime_ns >= limit || self.ctime_ns >= limit
+        self.ctime_ns >= limit
     }
 }
 

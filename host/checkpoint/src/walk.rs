@@ -106,6 +106,8 @@ pub struct Listing {
     pub git: bool,
     /// The loose-object directories' listings, for the next walk.
     pub dirs: DirListings,
+    /// What the person should hear of this walk (ignore rules set aside).
+    pub warnings: Vec<String>,
 }
 
 /// A tree with fewer files than this (as the last checkpoint found it) is
@@ -126,13 +128,6 @@ pub fn list(
     deadline: Instant,
 ) -> Result<Listing, CheckpointError> {
     let started = std::time::SystemTime::now();
-    // The config's own patterns need a matcher; the default list does not.
-    let extra = if rules.ignore.is_empty() {
-        None
-    } else {
-        Some(matcher(root, rules)?)
-    };
-    let exclude = rules.exclude.clone();
     let threads = if expected >= PARALLEL_FROM {
         std::thread::available_parallelism()
             .map_or(1, usize::from)
@@ -140,16 +135,77 @@ pub fn list(
     } else {
         1
     };
+    // git's ignore rules hold where git would apply them: in a repository
+    // git recognises, from ignore files that are regular files (git does not
+    // follow a symlinked `.gitignore`, and a FIFO must not wedge the walk).
+    let mut warnings = Vec::new();
+    let honour_git = match odd_ignore_file_above(root) {
+        Some(odd) => {
+            warnings.push(set_aside(&odd, root));
+            false
+        }
+        None => in_repository(root),
+    };
+    let (listing, odd) = walk_tree(root, rules, threads, honour_git, deadline)?;
+    let mut listing = match odd {
+        None => listing,
+        Some(odd) => {
+            warnings.push(set_aside(&odd, root));
+            walk_tree(root, rules, threads, false, deadline)?.0
+        }
+    };
+    listing.warnings = warnings;
+    let git = root.join(GIT_DIR);
+    match std::fs::symlink_metadata(&git) {
+        Ok(meta) if meta.is_dir() => {
+            listing.git = true;
+            let mut objects = Objects {
+                known,
+                started,
+                listed: DirListings::new(),
+            };
+            list_git(&git, b".git", &mut listing, rules, &mut objects, deadline)?;
+            listing.dirs = objects.listed;
+            add_tracked(root, &git, &mut listing, rules);
+        }
+        // A worktree's or a submodule's `.git` file: kept as the file it is.
+        Ok(meta) => take(&mut listing, b".git".to_vec(), &meta, false, rules),
+        Err(_) => {}
+    }
+    Ok(listing)
+}
+
+/// One walk of the working tree (`.git` aside), with git's ignore rules or
+/// without them; with them, also an ignore file met that is not a regular
+/// file, whose directory the walk did not enter (so it must be walked again
+/// without them).
+fn walk_tree(
+    root: &Path,
+    rules: &Rules,
+    threads: usize,
+    honour_git: bool,
+    deadline: Instant,
+) -> Result<(Listing, Option<std::path::PathBuf>), CheckpointError> {
+    // The config's own patterns need a matcher; the default list does not.
+    let extra = if rules.ignore.is_empty() {
+        None
+    } else {
+        Some(matcher(root, rules)?)
+    };
+    let exclude = rules.exclude.clone();
+    let odd: std::sync::Arc<std::sync::Mutex<Option<std::path::PathBuf>>> = Default::default();
+    let seen_odd = odd.clone();
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(false)
         .ignore(false)
-        .parents(true)
-        .git_ignore(true)
+        .parents(honour_git)
+        .git_ignore(honour_git)
         // The global excludes file is found here: the crate's own lookup
         // compiles a regular expression in every process.
         .git_global(false)
-        .git_exclude(true)
+        .git_exclude(honour_git)
+        .require_git(true)
         .follow_links(false)
         .threads(threads)
         .filter_entry(move |entry| {
@@ -157,6 +213,16 @@ pub fn list(
                 return true;
             }
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if is_dir
+                && honour_git
+                && let Some(found) = odd_ignore_file_in(entry.path())
+            {
+                // Not entered: the walk would open it. Walked again without.
+                *seen_odd
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(found);
+                return false;
+            }
             let left_out = entry.file_name() == GIT_DIR
                 || default_ignored(entry.file_name().as_bytes(), is_dir)
                 || extra
@@ -165,7 +231,7 @@ pub fn list(
                 || (is_dir && exclude.iter().any(|e| e == entry.path()));
             !left_out
         });
-    if let Some(excludes) = global_excludes().filter(|p| p.is_file()) {
+    if honour_git && let Some(excludes) = global_excludes().filter(|p| p.is_file()) {
         // Lowest in precedence, as git has it; its patterns are matched from
         // its own directory, so one anchored to a repository's root (rare in
         // a global file) leaves that file kept.
@@ -208,24 +274,64 @@ pub fn list(
     if late.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(CheckpointError::OutOfTime { done: 0, left: 0 });
     }
-    let git = root.join(GIT_DIR);
-    match std::fs::symlink_metadata(&git) {
-        Ok(meta) if meta.is_dir() => {
-            listing.git = true;
-            let mut objects = Objects {
-                known,
-                started,
-                listed: DirListings::new(),
-            };
-            list_git(&git, b".git", &mut listing, rules, &mut objects, deadline)?;
-            listing.dirs = objects.listed;
-            add_tracked(root, &git, &mut listing, rules);
+    let odd = odd
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    Ok((listing, odd))
+}
+
+/// The ignore files the walk reads for a directory: its `.gitignore`, and
+/// the exclude file of a repository there.
+const IGNORE_FILES: &[&str] = &[".gitignore", ".git/info/exclude"];
+
+/// One of `dir`'s ignore files that is there but is not a regular file (a
+/// symlink, a FIFO, a device).
+fn odd_ignore_file_in(dir: &Path) -> Option<std::path::PathBuf> {
+    IGNORE_FILES
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|file| std::fs::symlink_metadata(file).is_ok_and(|meta| !meta.file_type().is_file()))
+}
+
+/// The same, for the root and every directory above it (whose ignore files
+/// the walk reads before it starts).
+fn odd_ignore_file_above(root: &Path) -> Option<std::path::PathBuf> {
+    root.ancestors().find_map(odd_ignore_file_in)
+}
+
+fn set_aside(odd: &Path, root: &Path) -> String {
+    let shown = odd.strip_prefix(root).unwrap_or(odd);
+    format!(
+        "{} is not a regular file (git reads no such ignore file): git's ignore rules were set aside, so this checkpoint keeps what they would have left out",
+        shown.display()
+    )
+}
+
+/// Whether `root` is in a repository git recognises: the nearest `.git`
+/// above it (or in it) that is a git directory — HEAD and objects there — or
+/// a `gitdir:` file naming one. An empty `.git` made to look like one is not.
+fn in_repository(root: &Path) -> bool {
+    root.ancestors().any(|dir| {
+        let dot_git = dir.join(GIT_DIR);
+        match std::fs::symlink_metadata(&dot_git) {
+            Ok(meta) if meta.is_dir() => is_git_dir(&dot_git),
+            Ok(meta) if meta.is_file() => sandrail_files::read_regular(&dot_git, 4096)
+                .ok()
+                .and_then(|bytes| {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    let named = text.trim().strip_prefix("gitdir:")?.trim().to_owned();
+                    Some(is_git_dir(&dir.join(named)))
+                })
+                .unwrap_or(false),
+            _ => false,
         }
-        // A worktree's or a submodule's `.git` file: kept as the file it is.
-        Ok(meta) => take(&mut listing, b".git".to_vec(), &meta, false, rules),
-        Err(_) => {}
-    }
-    Ok(listing)
+    })
+}
+
+fn is_git_dir(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join("HEAD")).is_ok_and(|m| m.is_file())
+        && dir.join("objects").is_dir()
 }
 
 /// Takes in one entry the walk met; false once past the deadline.
@@ -289,8 +395,7 @@ fn take(
         return;
     }
     let stat = Stat::of(meta);
-    let capped = !path.starts_with(b".git/objects/");
-    if !symlink && capped && stat.size > rules.max_file_bytes {
+    if !symlink && over_cap(&path, stat.size, rules) {
         listing.left_out.push(LeftOut {
             path: String::from_utf8_lossy(&path).into_owned(),
             bytes: Some(stat.size),
@@ -407,6 +512,23 @@ fn list_git(
 fn is_fan_out(path: &[u8]) -> bool {
     path.strip_prefix(b".git/objects/")
         .is_some_and(|rest| rest.len() == 2 && rest.iter().all(u8::is_ascii_hexdigit))
+}
+
+/// How much more than the cap one of git's objects or packs may be: a
+/// repository cannot come back without them, and each is kept once (it never
+/// changes), but one made huge to stall every checkpoint is left out too.
+const GIT_OBJECTS_CAP_FACTOR: u64 = 16;
+
+/// Whether a file of `size` bytes at `path` is left out for its size: over
+/// the cap, or for git's objects and packs over [`GIT_OBJECTS_CAP_FACTOR`]
+/// times it.
+pub(crate) fn over_cap(path: &[u8], size: u64, rules: &Rules) -> bool {
+    let cap = if is_git_object(path) {
+        rules.max_file_bytes.saturating_mul(GIT_OBJECTS_CAP_FACTOR)
+    } else {
+        rules.max_file_bytes
+    };
+    size > cap
 }
 
 /// A loose object (`objects/ab/cdef…`) or a pack's files (`objects/pack/pack-…`).
@@ -594,6 +716,21 @@ mod tests {
             Some("~/.gitignore_global")
         );
         assert_eq!(excludes_file_in("[core]\n\tpager = less\n"), None);
+    }
+
+    /// Only git's objects and packs go past the cap, and only so far: any
+    /// other file under `.git/objects` is capped like the rest.
+    #[test]
+    fn the_cap_spares_only_gits_objects_and_only_so_far() {
+        let rules = Rules {
+            max_file_bytes: 100,
+            ..Rules::default()
+        };
+        assert!(!over_cap(b".git/objects/pack/pack-1.pack", 1_000, &rules));
+        assert!(over_cap(b".git/objects/pack/pack-1.pack", 1_700, &rules));
+        assert!(over_cap(b".git/objects/info/big", 200, &rules));
+        assert!(over_cap(b"src/big.bin", 200, &rules));
+        assert!(!over_cap(b"src/small.rs", 100, &rules));
     }
 
     #[test]

@@ -160,8 +160,10 @@ pub fn evaluate(
     if let Some(reason) = protection {
         refuse_as_protection(&mut decision, &reason);
     }
-    if let Some((stakes, taking)) = checkpointing {
-        checkpoint::report(taking.finish(), &mut decision, stakes, input.kind);
+    if let Some((stakes, taking)) = checkpointing
+        && let Some(taken) = taking.finish(input.kind, &decision)
+    {
+        checkpoint::report(taken, &mut decision, stakes, input.kind);
     }
     (decision, unsaved)
 }

@@ -11,6 +11,11 @@ use sandrail_shell::{self as shell, Command, RedirectKind};
 
 /// Programs that read their operands and write nothing, with any arguments
 /// (the commands below with options that write are judged on their own).
+///
+/// Not here, for what their documentation says they can do: `uniq IN OUT`
+/// and `tree -o` write a file, `file -C` compiles one, `ack --output` and
+/// `ag` run code of the line's choosing; `rg` is judged below (`--pre` runs a
+/// program), and so are `sort`, `printf`, `test` and `find`.
 const READERS: &[&str] = &[
     "ls",
     "dir",
@@ -23,26 +28,17 @@ const READERS: &[&str] = &[
     "grep",
     "egrep",
     "fgrep",
-    "rg",
-    "ag",
-    "ack",
     "pwd",
     "echo",
-    "printf",
     "true",
     "false",
-    "test",
-    "[",
     "which",
     "type",
-    "file",
     "stat",
     "du",
     "df",
-    "tree",
     "cut",
     "tr",
-    "uniq",
     "diff",
     "cmp",
     "comm",
@@ -97,7 +93,9 @@ const READERS: &[&str] = &[
     "arch",
 ];
 
-/// git's subcommands that only read the repository.
+/// git's subcommands that only read the repository, on this machine: none
+/// that talks to a remote (whose transport runs programs the config names),
+/// not `help` (which runs a viewer).
 const GIT_READERS: &[&str] = &[
     "status",
     "diff",
@@ -108,11 +106,9 @@ const GIT_READERS: &[&str] = &[
     "rev-parse",
     "ls-files",
     "ls-tree",
-    "ls-remote",
     "cat-file",
     "describe",
     "shortlog",
-    "grep",
     "rev-list",
     "show-ref",
     "for-each-ref",
@@ -124,7 +120,6 @@ const GIT_READERS: &[&str] = &[
     "count-objects",
     "var",
     "version",
-    "help",
 ];
 
 /// Directories a program may be named from and still be the system's own.
@@ -137,9 +132,12 @@ const SYSTEM_DIRS: &[&str] = &[
 ];
 
 /// Words that, anywhere on the line, can change which program runs or what it
-/// does: the search path, start-up files, the loader, git's settings, aliases.
+/// does: the search path, start-up files, the loader, git's settings, aliases;
+/// and bash's arithmetic, whose array subscripts run command substitutions
+/// (`x='a[$(…)]'; echo $((x))`, `[[ x -eq 1 ]]`, `${a[x]}`, `let`, `declare -i`).
 const CHANGES_WHAT_RUNS: &[&str] = &[
-    "PATH", "ENV", "LD_", "GIT_", "alias", "enable", "hash", "shopt", "function", "()",
+    "PATH", "ENV", "LD_", "GIT_", "alias", "enable", "hash", "shopt", "function", "()", "((", "[[",
+    "${", "let", "declare", "typeset", "local", "readonly",
 ];
 
 /// Whether one command (as the shell analysis found it) only reads.
@@ -158,15 +156,29 @@ pub fn command_reads_only(command: &Command, cwd: Option<&Path>) -> bool {
         // A bare redirection reading a file (`< f`) changes nothing.
         return true;
     };
-    if first.contains('/') && !SYSTEM_DIRS.iter().any(|dir| first.starts_with(dir)) {
+    // A program named by a path is the system's own only in one of its
+    // directories, spelt plainly (not `/usr/bin/../../tmp/x/cat`).
+    if first.contains('/')
+        && !SYSTEM_DIRS.iter().any(|dir| {
+            first
+                .strip_prefix(dir)
+                .is_some_and(|name| !name.is_empty() && !name.contains('/') && name != "..")
+        })
+    {
         return false;
     }
     let program = shell::program(first);
     let args = &command.argv[1..];
     match program {
-        "sort" => !args
-            .iter()
-            .any(|a| a == "-o" || a.starts_with("--output") || is_short_cluster_with(a, 'o')),
+        // `-o FILE` writes, `--compress-program` runs a program; GNU's long
+        // options are taken by any unique start (`--outp`, `--comp`).
+        "sort" => !args.iter().any(|a| {
+            a.starts_with("--o") || a.starts_with("--co") || is_short_cluster_with(a, 'o')
+        }),
+        // `--pre COMMAND` runs a program on every file it searches.
+        "rg" => !args.iter().any(|a| a.starts_with("--pre")),
+        // `-v NAME` assigns (and evaluates an array subscript).
+        "printf" | "test" | "[" => !args.iter().any(|a| a == "-v"),
         "find" => !args.iter().any(|a| {
             matches!(
                 a.as_str(),
@@ -218,6 +230,11 @@ fn git_reads_only(args: &[String], cwd: Option<&Path>) -> bool {
     };
     let rest = &args[at + 1..];
     let reads = match subcommand.as_str() {
+        // `-O`/`--open-files-in-pager` runs a program; git takes any unique
+        // start of a long option (`--open`).
+        "grep" => !rest
+            .iter()
+            .any(|a| a.starts_with("-O") || a.starts_with("--op")),
         s if GIT_READERS.contains(&s) => true,
         "branch" | "tag" => rest.iter().all(|a| {
             matches!(
@@ -239,7 +256,8 @@ fn git_reads_only(args: &[String], cwd: Option<&Path>) -> bool {
         "reflog" => rest
             .first()
             .is_none_or(|a| a == "show" || a.starts_with('-')),
-        "config" => rest.iter().any(|a| {
+        // What it does is its first word: `git config user.name list` sets.
+        "config" => rest.first().is_some_and(|a| {
             matches!(
                 a.as_str(),
                 "--get" | "--get-all" | "--get-regexp" | "-l" | "--list" | "get" | "list"
@@ -249,21 +267,18 @@ fn git_reads_only(args: &[String], cwd: Option<&Path>) -> bool {
     };
     reads
         && !rest.iter().any(|a| {
-            a.starts_with("--output")
-                || a == "-O"
-                || a.starts_with("--open-files-in-pager")
-                || a.starts_with("--ext-diff")
-                || a.starts_with("--textconv")
+            a.starts_with("--output") || a.starts_with("--ext-diff") || a.starts_with("--textconv")
         })
         && !git_config_runs_programs(cwd)
 }
 
 /// Settings under which git runs a program of the configuration's choosing
 /// while it reads: a file-system monitor, an external diff or a driver's
-/// command, a text conversion, a filter, a signature program, an included
-/// file that could hold any of them. (A pager runs only on a terminal, which
-/// an agent's command does not have; credential helpers and editors only when
-/// git talks to a remote or asks for a message.)
+/// command, a text conversion, a filter, a signature program, a viewer, an
+/// included file that could hold any of them, a worktree's own config. (A
+/// pager runs only on a terminal, which an agent's command does not have;
+/// credential helpers and editors only when git talks to a remote or asks
+/// for a message.)
 const RUNS_PROGRAMS: &[&str] = &[
     "fsmonitor",
     "external",
@@ -272,29 +287,46 @@ const RUNS_PROGRAMS: &[&str] = &[
     "filter",
     "include",
     "program",
+    "cmd",
+    "viewer",
+    "proxy",
+    "uploadpack",
+    "worktreeconfig",
 ];
 
 /// Whether any config file git would read here names a setting that runs a
-/// program (or cannot be read, or git's environment is set): then no git
-/// command is taken to read only.
+/// program (or cannot be read, or git's environment is set, or git would
+/// read configs this cannot list): then no git command is taken to read only.
 fn git_config_runs_programs(cwd: Option<&Path>) -> bool {
-    if std::env::vars_os().any(|(name, _)| name.to_string_lossy().starts_with("GIT_")) {
+    std::env::vars_os().any(|(name, _)| name.to_string_lossy().starts_with("GIT_"))
+        || configs_run_programs(cwd)
+}
+
+/// The config files' part of [`git_config_runs_programs`].
+fn configs_run_programs(cwd: Option<&Path>) -> bool {
+    let Some(files) = config_files(cwd) else {
         return true;
-    }
-    config_files(cwd)
+    };
+    // Read without blocking: a FIFO in a config's place must not wedge the
+    // hook; one that cannot be read is taken to run programs.
+    files
         .iter()
-        .any(|file| match std::fs::read(file) {
+        .any(|file| match sandrail_files::read_regular(file, 1 << 20) {
             Ok(bytes) => {
                 let text = String::from_utf8_lossy(&bytes).to_ascii_lowercase();
                 RUNS_PROGRAMS.iter().any(|word| text.contains(word))
             }
-            Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+            Err(sandrail_files::FileError::Missing { .. }) => false,
+            Err(_) => true,
         })
 }
 
 /// The config files git reads for a command run in `cwd`: the system's, the
-/// user's two, and the repository's (a worktree's and its common one).
-fn config_files(cwd: Option<&Path>) -> Vec<PathBuf> {
+/// user's two, and the repository's — every `.git` above `cwd` (git passes
+/// over one that is no repository, so each is read), a worktree's own and its
+/// common one. `None` where git would read more than can be told here: a
+/// repository with submodules, whose own configs git reads as it recurses.
+fn config_files(cwd: Option<&Path>) -> Option<Vec<PathBuf>> {
     let mut files = vec![PathBuf::from("/etc/gitconfig")];
     if let Some(home) = std::env::var_os("HOME") {
         let home = PathBuf::from(home);
@@ -305,34 +337,43 @@ fn config_files(cwd: Option<&Path>) -> Vec<PathBuf> {
         files.push(PathBuf::from(xdg).join("git/config"));
     }
     let Some(cwd) = cwd else {
-        return files;
+        return Some(files);
     };
     for dir in cwd.ancestors() {
+        if dir.join(".gitmodules").exists() {
+            return None;
+        }
         let dot_git = dir.join(".git");
         match std::fs::symlink_metadata(&dot_git) {
             Ok(meta) if meta.is_dir() => {
+                if dot_git.join("modules").exists() {
+                    return None;
+                }
                 files.push(dot_git.join("config"));
-                break;
+                files.push(dot_git.join("config.worktree"));
             }
             Ok(_) => {
                 // `gitdir: PATH` of a worktree or submodule, and its common dir.
-                let text = std::fs::read_to_string(&dot_git).unwrap_or_default();
-                if let Some(gitdir) = text.trim().strip_prefix("gitdir:") {
+                let read = |path: &Path| {
+                    sandrail_files::read_regular(path, 4096)
+                        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+                        .unwrap_or_default()
+                };
+                if let Some(gitdir) = read(&dot_git).strip_prefix("gitdir:") {
                     let gitdir = dir.join(gitdir.trim());
                     files.push(gitdir.join("config"));
                     files.push(gitdir.join("config.worktree"));
-                    let common =
-                        std::fs::read_to_string(gitdir.join("commondir")).unwrap_or_default();
-                    if !common.trim().is_empty() {
-                        files.push(gitdir.join(common.trim()).join("config"));
+                    let common = read(&gitdir.join("commondir"));
+                    if !common.is_empty() {
+                        files.push(gitdir.join(&common).join("config"));
+                        files.push(gitdir.join(&common).join("config.worktree"));
                     }
                 }
-                break;
             }
             Err(_) => {}
         }
     }
-    files
+    Some(files)
 }
 
 #[cfg(test)]
@@ -363,6 +404,10 @@ mod tests {
             "cd src && ls",
             "git branch",
             "sort -u names.txt",
+            "rg -n TODO src",
+            "/usr/bin/cat a.txt",
+            "git config --get user.name",
+            "grep -v foo a.txt",
         ] {
             if line.starts_with("git") && std::env::vars().any(|(k, _)| k.starts_with("GIT_")) {
                 continue;
@@ -389,6 +434,21 @@ mod tests {
             "git stash",
             "PATH=/tmp/evil:$PATH ls",
             "./ls",
+            "/usr/bin/../../tmp/x/cat a",
+            "rg --pre rm .",
+            "uniq /dev/null notes.txt",
+            "sort --outp=notes.txt x",
+            "sort -S 1K --compress-program=./x big.txt",
+            "git ls-remote --upload-pack='touch x; git-upload-pack' .",
+            "git grep -O'touch x;' pat",
+            "git grep --open=vi pat",
+            "git config user.name list",
+            "git help log",
+            "printf -v 'a[$(touch x)]' x",
+            "test -v 'a[$(touch x)]'",
+            "x='a[$(touch x)]'; echo $((x))",
+            "file -C -m foo",
+            "tree -o out.txt",
             "f(){ rm -rf x; }; f",
             "python3 -c 'print(1)'",
             "cargo test",
@@ -402,23 +462,37 @@ mod tests {
 
     #[test]
     fn git_reads_only_where_no_setting_runs_a_program() {
-        if std::env::vars().any(|(k, _)| k.starts_with("GIT_")) {
-            return;
-        }
-        let dir = tempfile::tempdir().expect("dir");
-        std::fs::create_dir_all(dir.path().join(".git")).expect("dir");
-        std::fs::write(
-            dir.path().join(".git/config"),
-            "[core]\n\tfsmonitor = rm -rf ..\n",
-        )
-        .expect("write");
-        let command = &shell::analyse("git status").commands[0];
-        assert!(!command_reads_only(command, Some(dir.path())));
-        std::fs::write(dir.path().join(".git/config"), "[core]\n\tbare = false\n").expect("write");
         let home_config = std::env::var_os("HOME")
             .map(|h| PathBuf::from(h).join(".gitconfig"))
             .filter(|p| p.exists());
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::create_dir_all(dir.path().join(".git")).expect("dir");
+        std::fs::write(dir.path().join(".git/config"), "[core]\n\tbare = false\n").expect("write");
         if home_config.is_none() {
+            assert!(!configs_run_programs(Some(dir.path())));
+        }
+        for (file, text) in [
+            (".git/config", "[core]\n\tfsmonitor = rm -rf ..\n"),
+            (".git/config.worktree", "[core]\n\tfsmonitor = x\n"),
+            (".git/config", "[include]\n\tpath = elsewhere\n"),
+            (".gitmodules", ""),
+        ] {
+            std::fs::write(dir.path().join(file), text).expect("write");
+            assert!(configs_run_programs(Some(dir.path())), "{file}: {text}");
+            std::fs::write(dir.path().join(".git/config"), "").expect("write");
+            let _ = std::fs::remove_file(dir.path().join(".git/config.worktree"));
+            let _ = std::fs::remove_file(dir.path().join(".gitmodules"));
+        }
+        // A setting in the repository above an empty `.git` git passes over.
+        std::fs::write(dir.path().join(".git/config"), "[core]\n\tfsmonitor = x\n").expect("write");
+        std::fs::create_dir_all(dir.path().join("sub/.git")).expect("dir");
+        assert!(configs_run_programs(Some(&dir.path().join("sub"))));
+        // Through the command: git status reads only where nothing runs.
+        let command = &shell::analyse("git status").commands[0];
+        assert!(!command_reads_only(command, Some(&dir.path().join("sub"))));
+        std::fs::write(dir.path().join(".git/config"), "").expect("write");
+        let git_environment = std::env::vars().any(|(k, _)| k.starts_with("GIT_"));
+        if home_config.is_none() && !git_environment {
             assert!(command_reads_only(command, Some(dir.path())));
         }
     }

@@ -341,6 +341,9 @@ fn diff(id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
     for left in &record.left_out {
         writeln!(out, "not in the checkpoint: {left}")?;
     }
+    for warning in &record.warnings {
+        writeln!(out, "note: {warning}")?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -78,7 +78,7 @@ pub fn run(id: Option<String>, session: Option<String>, dry_run: bool) -> anyhow
         tool_use_id: None,
     };
     let (taken, restored) = store
-        .undo(&target, &before, rules, Instant::now() + PATIENCE)
+        .undo(&target, Some(&preview), &before, rules, Instant::now() + PATIENCE)
         .map_err(|e| {
             anyhow::anyhow!(
                 "{e}. The project as it was before this undo is kept if a checkpoint named `an undo` is the newest in `sandrail checkpoints`"

@@ -170,11 +170,20 @@ impl Taking {
         }
     }
 
-    /// The checkpoint, once taken.
-    pub(super) fn finish(self) -> Result<Record, CheckpointError> {
+    /// The checkpoint, once taken; none where it was still to take and the
+    /// call is refused outright (it will not run; one the user is asked
+    /// about may).
+    pub(super) fn finish(
+        self,
+        kind: EventKind,
+        decision: &Decision,
+    ) -> Option<Result<Record, CheckpointError>> {
+        let refused =
+            kind == EventKind::PreToolUse && !decision.refusals.is_empty() && !decision.ask;
         match self {
-            Taking::Later(due) => due.take(),
-            Taking::Beside(thread) => thread.join().unwrap_or_else(|_| Err(faulted())),
+            Taking::Later(_) if refused => None,
+            Taking::Later(due) => Some(due.take()),
+            Taking::Beside(thread) => Some(thread.join().unwrap_or_else(|_| Err(faulted()))),
         }
     }
 }
@@ -263,6 +272,13 @@ pub(super) fn report(
 ) {
     match taken {
         Ok(record) => {
+            for warning in &record.warnings {
+                let said = format!("sandrail: checkpoint {}: {warning}", record.id);
+                eprintln!("{said}");
+                if kind == EventKind::SessionStart {
+                    decision.alerts.push(said);
+                }
+            }
             if !record.left_out.is_empty() && record.occasion == Occasion::SessionStart {
                 let listed: Vec<String> = record
                     .left_out
